@@ -1,0 +1,19 @@
+#pragma once
+// NVTX range for Nsight: every kernel launcher and every training phase opens one.
+// Without CUDA it compiles to nothing.
+
+namespace sonata {
+
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name);
+  ~NvtxRange();
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+}  // namespace sonata
+
+#define SONATA_NVTX_CONCAT_(a, b) a##b
+#define SONATA_NVTX_CONCAT(a, b) SONATA_NVTX_CONCAT_(a, b)
+#define SONATA_NVTX_RANGE(name) ::sonata::NvtxRange SONATA_NVTX_CONCAT(sonata_nvtx_, __LINE__)(name)

@@ -1,0 +1,12 @@
+# MPI is optional: AUTO switches it on when an MPI implementation is found.
+set(SONATA_WITH_MPI OFF)
+if(NOT SONATA_MPI STREQUAL "OFF")
+  if(SONATA_MPI STREQUAL "ON")
+    find_package(MPI REQUIRED COMPONENTS CXX)
+  else()
+    find_package(MPI QUIET COMPONENTS CXX)
+  endif()
+  if(MPI_CXX_FOUND)
+    set(SONATA_WITH_MPI ON)
+  endif()
+endif()

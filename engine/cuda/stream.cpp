@@ -1,0 +1,69 @@
+#include "engine/cuda/stream.h"
+
+#include <array>
+#include <memory>
+#include <mutex>
+
+#include "base/cuda_check.h"
+
+namespace sonata {
+namespace {
+constexpr int kMaxDevices = 64;
+thread_local int t_current_device = -1;
+thread_local std::array<cudaStream_t, kMaxDevices> t_current_streams{};
+}  // namespace
+
+Stream::Stream(int device, int priority) : device_(device) {
+  set_cuda_device(device);
+  CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
+}
+Stream::~Stream() {
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+Event::Event(bool timing) {
+  CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+}
+Event::~Event() {
+  if (event_) cudaEventDestroy(event_);
+}
+void Event::record(cudaStream_t stream) { CUDA_CHECK(cudaEventRecord(event_, stream)); }
+void Event::block(cudaStream_t stream) const { CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
+bool Event::query() const {
+  const cudaError_t status = cudaEventQuery(event_);
+  if (status == cudaErrorNotReady) return false;
+  CUDA_CHECK(status);
+  return true;
+}
+void Event::synchronize() const { CUDA_CHECK(cudaEventSynchronize(event_)); }
+float Event::elapsed_ms(const Event& since) const {
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, since.event_, event_));
+  return ms;
+}
+
+void set_cuda_device(int device) {
+  if (t_current_device != device) {
+    CUDA_CHECK(cudaSetDevice(device));
+    t_current_device = device;
+  }
+}
+
+cudaStream_t current_stream(int device) {
+  SONATA_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index ", device, " out of range");
+  set_cuda_device(device);
+  if (cudaStream_t stream = t_current_streams[device]) return stream;
+  // One compute stream per device for the whole process, made on first use.
+  static std::array<std::unique_ptr<Stream>, kMaxDevices> compute_streams;
+  static std::array<std::once_flag, kMaxDevices> made;
+  std::call_once(made[device], [&] { compute_streams[device] = std::make_unique<Stream>(device); });
+  return compute_streams[device]->get();
+}
+
+StreamGuard::StreamGuard(const Stream& stream)
+    : device_(stream.device()), previous_(t_current_streams[stream.device()]) {
+  t_current_streams[device_] = stream.get();
+}
+StreamGuard::~StreamGuard() { t_current_streams[device_] = previous_; }
+
+}  // namespace sonata

@@ -1,0 +1,39 @@
+#include "engine/storage.h"
+
+#include "base/error.h"
+#include "engine/allocator.h"
+
+#if SONATA_WITH_CUDA
+#include "engine/cuda/cuda_allocator.h"
+#include "engine/cuda/pinned_pool.h"
+#endif
+
+namespace sonata {
+
+Storage::Storage(void* data, size_t nbytes, Device device, Deleter deleter, bool pinned)
+    : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)), pinned_(pinned) {}
+
+Storage::~Storage() {
+  if (deleter_) deleter_(data_);
+}
+
+std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device, bool pinned) {
+  if (device.is_cpu()) {
+#if SONATA_WITH_CUDA
+    if (pinned && cuda_available()) {
+      void* data = PinnedPool::instance().allocate(nbytes);
+      return std::make_shared<Storage>(
+          data, nbytes, device, [](void* p) { PinnedPool::instance().release(p); }, true);
+    }
+#endif
+    return std::make_shared<Storage>(cpu_allocate(nbytes), nbytes, device, cpu_free);
+  }
+#if SONATA_WITH_CUDA
+  const CudaBlock block = cuda_allocate(nbytes, device.index);
+  return std::make_shared<Storage>(block.data, nbytes, device, [block](void*) { cuda_free(block); });
+#else
+  throw Error(str("cannot allocate on ", device.str(), ": ", cuda_unavailable_reason()));
+#endif
+}
+
+}  // namespace sonata

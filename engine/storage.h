@@ -1,0 +1,36 @@
+#pragma once
+// A block of memory on one device, shared by every tensor that views it.
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "engine/device.h"
+
+namespace sonata {
+
+class Storage {
+ public:
+  using Deleter = std::function<void(void*)>;
+  Storage(void* data, size_t nbytes, Device device, Deleter deleter, bool pinned = false);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  // Fresh memory from the device's allocator: aligned CPU memory, the pinned pool, or the
+  // stream-ordered CUDA allocator on the device's current stream.
+  static std::shared_ptr<Storage> allocate(size_t nbytes, Device device, bool pinned = false);
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  bool pinned() const { return pinned_; }
+
+ private:
+  void* data_;
+  size_t nbytes_;
+  Device device_;
+  Deleter deleter_;
+  bool pinned_;
+};
+
+}  // namespace sonata

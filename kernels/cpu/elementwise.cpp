@@ -1,0 +1,133 @@
+#include "kernels/cpu/elementwise.h"
+
+#include "base/nvtx.h"
+#include "kernels/cpu/dispatch.h"
+
+namespace sonata::kernels::cpu {
+namespace {
+
+// Below this many elements the OpenMP fork costs more than the loop.
+constexpr int64_t kParallelGrain = 1 << 15;
+
+template <typename Body>
+void for_each_index(int64_t n, Body&& body) {
+#pragma omp parallel for schedule(static) if (n >= kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) body(i);
+}
+
+}  // namespace
+
+void unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, double a, double b) {
+  SONATA_NVTX_RANGE("sonata::cpu::unary");
+  dispatch_float(dtype, "unary", [&]<typename T>() {
+    using C = compute_t<T>;
+    const T* in = static_cast<const T*>(x);
+    T* out = static_cast<T*>(y);
+    const C ca = C(a), cb = C(b);
+    for_each_index(n, [&](int64_t i) { out[i] = T(unary_apply<C>(op, C(in[i]), ca, cb)); });
+  });
+}
+
+void unary_grad(UnaryOp op, DType dtype, const void* grad_y, const void* x, const void* y,
+                void* grad_x, int64_t n, double a, double b) {
+  SONATA_NVTX_RANGE("sonata::cpu::unary_grad");
+  dispatch_float(dtype, "unary_grad", [&]<typename T>() {
+    using C = compute_t<T>;
+    const T* gy = static_cast<const T*>(grad_y);
+    const T* xs = static_cast<const T*>(x);
+    const T* ys = static_cast<const T*>(y);
+    T* gx = static_cast<T*>(grad_x);
+    const C ca = C(a), cb = C(b);
+    for_each_index(n, [&](int64_t i) {
+      gx[i] = T(unary_grad<C>(op, C(gy[i]), xs ? C(xs[i]) : C(0), ys ? C(ys[i]) : C(0), ca, cb));
+    });
+  });
+}
+
+void binary(BinaryOp op, DType dtype, const StridedLayout& layout, const void* x, const void* y,
+            void* out) {
+  SONATA_NVTX_RANGE("sonata::cpu::binary");
+  dispatch_numeric(dtype, "binary", [&]<typename T>() {
+    using C = compute_t<T>;
+    const T* xs = static_cast<const T*>(x);
+    const T* ys = static_cast<const T*>(y);
+    T* os = static_cast<T*>(out);
+    const int64_t n = layout.numel();
+    if (layout.is_contiguous(0) && layout.is_contiguous(1)) {
+      for_each_index(n, [&](int64_t i) { os[i] = T(binary_apply<C>(op, C(xs[i]), C(ys[i]))); });
+    } else {
+      for_each_index(n, [&](int64_t i) {
+        os[i] = T(binary_apply<C>(op, C(xs[layout.offset(0, i)]), C(ys[layout.offset(1, i)])));
+      });
+    }
+  });
+}
+
+void compare(CompareOp op, DType dtype, const StridedLayout& layout, const void* x, const void* y,
+             bool* out) {
+  SONATA_NVTX_RANGE("sonata::cpu::compare");
+  dispatch_numeric(dtype, "compare", [&]<typename T>() {
+    using C = compute_t<T>;
+    const T* xs = static_cast<const T*>(x);
+    const T* ys = static_cast<const T*>(y);
+    for_each_index(layout.numel(), [&](int64_t i) {
+      out[i] = compare_apply<C>(op, C(xs[layout.offset(0, i)]), C(ys[layout.offset(1, i)]));
+    });
+  });
+}
+
+void where(DType dtype, const StridedLayout& layout, const bool* cond, const void* x,
+           const void* y, void* out) {
+  SONATA_NVTX_RANGE("sonata::cpu::where");
+  dispatch_all(dtype, [&]<typename T>() {
+    const T* xs = static_cast<const T*>(x);
+    const T* ys = static_cast<const T*>(y);
+    T* os = static_cast<T*>(out);
+    for_each_index(layout.numel(), [&](int64_t i) {
+      os[i] = cond[layout.offset(0, i)] ? xs[layout.offset(1, i)] : ys[layout.offset(2, i)];
+    });
+  });
+}
+
+void copy(DType dst_dtype, DType src_dtype, const StridedLayout& layout, const void* src,
+          void* dst) {
+  SONATA_NVTX_RANGE("sonata::cpu::copy");
+  dispatch_all(dst_dtype, [&]<typename D>() {
+    dispatch_all(src_dtype, [&]<typename S>() {
+      const S* in = static_cast<const S*>(src);
+      D* out = static_cast<D*>(dst);
+      // Through the compute type of the wider side, so f64 -> i64 keeps its integer part
+      // and half -> f64 is exact.
+      using C = std::conditional_t<std::is_same_v<compute_t<S>, double> ||
+                                       std::is_same_v<compute_t<D>, double>,
+                                   double, compute_t<S>>;
+      const int64_t n = layout.numel();
+      if (layout.is_contiguous(0) && layout.is_contiguous(1)) {
+        for_each_index(n, [&](int64_t i) { out[i] = store<D>(C(load<S>(in[i]))); });
+      } else {
+        for_each_index(n, [&](int64_t i) {
+          out[layout.offset(0, i)] = store<D>(C(load<S>(in[layout.offset(1, i)])));
+        });
+      }
+    });
+  });
+}
+
+void fill(DType dtype, void* out, int64_t n, double value) {
+  SONATA_NVTX_RANGE("sonata::cpu::fill");
+  dispatch_all(dtype, [&]<typename T>() {
+    const T v = store<T>(compute_t<T>(value));
+    T* os = static_cast<T*>(out);
+    for_each_index(n, [&](int64_t i) { os[i] = v; });
+  });
+}
+
+void arange(DType dtype, void* out, int64_t n, double start, double step) {
+  SONATA_NVTX_RANGE("sonata::cpu::arange");
+  dispatch_all(dtype, [&]<typename T>() {
+    T* os = static_cast<T*>(out);
+    for_each_index(n, [&](int64_t i) { os[i] = store<T>(compute_t<T>(start + double(i) * step)); });
+  });
+}
+
+}  // namespace sonata::kernels::cpu

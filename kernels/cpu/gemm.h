@@ -1,0 +1,13 @@
+#pragma once
+// Batched GEMM (see kernels/common/gemm_shape.h) through OpenBLAS: f32 and f64.
+#include <cstdint>
+
+#include "base/dtype.h"
+#include "kernels/common/gemm_shape.h"
+
+namespace sonata::kernels::cpu {
+
+void gemm(DType dtype, const GemmShape& shape, double alpha, const void* a, const void* b,
+          double beta, void* c);
+
+}  // namespace sonata::kernels::cpu

@@ -1,0 +1,71 @@
+#include "kernels/cpu/reduce.h"
+
+#include <cmath>
+
+#include "base/nvtx.h"
+#include "kernels/cpu/dispatch.h"
+
+namespace sonata::kernels::cpu {
+namespace {
+
+template <typename A>
+A combine(ReduceOp op, A acc, A value) {
+  switch (op) {
+    case ReduceOp::sum: return acc + value;
+    // NaN wins, as in torch.max / torch.amax.
+    case ReduceOp::max: return (value > acc || std::isnan(value)) && !std::isnan(acc) ? value : acc;
+    case ReduceOp::min: return (value < acc || std::isnan(value)) && !std::isnan(acc) ? value : acc;
+  }
+  return acc;
+}
+
+}  // namespace
+
+void reduce(ReduceOp op, DType dtype, const void* in, void* out, int64_t outer, int64_t n,
+            int64_t inner) {
+  SONATA_NVTX_RANGE("sonata::cpu::reduce");
+  SONATA_CHECK(n > 0 || op == ReduceOp::sum, "max/min over an empty dimension");
+  dispatch_float(dtype, "reduce", [&]<typename T>() {
+    const T* src = static_cast<const T*>(in);
+    T* dst = static_cast<T*>(out);
+#pragma omp parallel for collapse(2) schedule(static) if (outer * inner * n >= (1 << 15))
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const T* row = src + o * n * inner + i;
+        double acc = op == ReduceOp::sum ? 0.0 : double(row[0]);
+        for (int64_t r = op == ReduceOp::sum ? 0 : 1; r < n; ++r)
+          acc = combine<double>(op, acc, double(row[r * inner]));
+        dst[o * inner + i] = T(acc);
+      }
+    }
+  });
+}
+
+void max_with_index(DType dtype, const void* in, void* values, int64_t* indices, int64_t outer,
+                    int64_t n, int64_t inner) {
+  SONATA_NVTX_RANGE("sonata::cpu::max_with_index");
+  SONATA_CHECK(n > 0, "max over an empty dimension");
+  dispatch_float(dtype, "max_with_index", [&]<typename T>() {
+    const T* src = static_cast<const T*>(in);
+    T* dst = static_cast<T*>(values);
+#pragma omp parallel for collapse(2) schedule(static) if (outer * inner * n >= (1 << 15))
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const T* row = src + o * n * inner + i;
+        T best = row[0];
+        int64_t best_at = 0;
+        for (int64_t r = 1; r < n && !std::isnan(best); ++r) {
+          const T value = row[r * inner];
+          if (value > best || std::isnan(value)) {
+            best = value;
+            best_at = r;
+          }
+        }
+        dst[o * inner + i] = best;
+        indices[o * inner + i] = best_at;
+      }
+    }
+  });
+}
+
+}  // namespace sonata::kernels::cpu

@@ -1,0 +1,68 @@
+#include "kernels/cpu/softmax.h"
+
+#include <cmath>
+#include <limits>
+
+#include "base/nvtx.h"
+#include "kernels/cpu/dispatch.h"
+
+namespace sonata::kernels::cpu {
+
+void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, int64_t n,
+             int64_t inner) {
+  SONATA_NVTX_RANGE("sonata::cpu::softmax");
+  dispatch_float(dtype, "softmax", [&]<typename T>() {
+    const T* src = static_cast<const T*>(in);
+    T* dst = static_cast<T*>(out);
+#pragma omp parallel for collapse(2) schedule(static) if (outer * inner * n >= (1 << 14))
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const T* x = src + o * n * inner + i;
+        T* y = dst + o * n * inner + i;
+        double peak = -std::numeric_limits<double>::infinity();
+        for (int64_t r = 0; r < n; ++r) peak = std::max(peak, double(x[r * inner]));
+        // A row of -inf stays finite-free: exp(-inf - -inf) would be NaN.
+        if (std::isinf(peak) && peak < 0) peak = 0;
+        double total = 0;
+        for (int64_t r = 0; r < n; ++r) total += std::exp(double(x[r * inner]) - peak);
+        if (log) {
+          const double log_total = std::log(total) + peak;
+          for (int64_t r = 0; r < n; ++r) y[r * inner] = T(double(x[r * inner]) - log_total);
+        } else {
+          for (int64_t r = 0; r < n; ++r) y[r * inner] = T(std::exp(double(x[r * inner]) - peak) / total);
+        }
+      }
+    }
+  });
+}
+
+void softmax_backward(DType dtype, bool log, const void* grad_y, const void* y, void* grad_x,
+                      int64_t outer, int64_t n, int64_t inner) {
+  SONATA_NVTX_RANGE("sonata::cpu::softmax_backward");
+  dispatch_float(dtype, "softmax_backward", [&]<typename T>() {
+    const T* gy_all = static_cast<const T*>(grad_y);
+    const T* y_all = static_cast<const T*>(y);
+    T* gx_all = static_cast<T*>(grad_x);
+#pragma omp parallel for collapse(2) schedule(static) if (outer * inner * n >= (1 << 14))
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t base = o * n * inner + i;
+        const T* gy = gy_all + base;
+        const T* ys = y_all + base;
+        T* gx = gx_all + base;
+        double dot = 0;
+        if (log) {
+          for (int64_t r = 0; r < n; ++r) dot += double(gy[r * inner]);
+          for (int64_t r = 0; r < n; ++r)
+            gx[r * inner] = T(double(gy[r * inner]) - std::exp(double(ys[r * inner])) * dot);
+        } else {
+          for (int64_t r = 0; r < n; ++r) dot += double(gy[r * inner]) * double(ys[r * inner]);
+          for (int64_t r = 0; r < n; ++r)
+            gx[r * inner] = T(double(ys[r * inner]) * (double(gy[r * inner]) - dot));
+        }
+      }
+    }
+  });
+}
+
+}  // namespace sonata::kernels::cpu
