@@ -1,10 +1,22 @@
-# OpenBLAS (Debian's libopenblas-dev) for sgemm/dgemm; cblas.h comes with it.
-find_path(SONATA_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas x86_64-linux-gnu/openblas-pthread
-          x86_64-linux-gnu)
-find_library(SONATA_OPENBLAS_LIB NAMES openblas)
-if(NOT SONATA_CBLAS_INCLUDE OR NOT SONATA_OPENBLAS_LIB)
-  message(FATAL_ERROR "OpenBLAS not found: install libopenblas-dev (tools/setup.sh does this)")
-endif()
+# OpenBLAS (Debian's libopenblas-dev) for sgemm/dgemm. SONATA_BLAS=AUTO falls back to a plain
+# blocked loop when OpenBLAS is absent (the GPU machines have no Debian packages; there the
+# CPU only serves as the tests' reference), ON requires it.
+set(SONATA_BLAS AUTO CACHE STRING "Use OpenBLAS for CPU GEMM: AUTO, ON or OFF")
+set_property(CACHE SONATA_BLAS PROPERTY STRINGS AUTO ON OFF)
 add_library(sonata_blas INTERFACE)
-target_include_directories(sonata_blas INTERFACE ${SONATA_CBLAS_INCLUDE})
-target_link_libraries(sonata_blas INTERFACE ${SONATA_OPENBLAS_LIB})
+set(SONATA_WITH_BLAS OFF)
+if(NOT SONATA_BLAS STREQUAL "OFF")
+  find_path(SONATA_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas x86_64-linux-gnu/openblas-pthread
+            aarch64-linux-gnu/openblas-pthread)
+  find_library(SONATA_OPENBLAS_LIB NAMES openblas)
+  if(SONATA_CBLAS_INCLUDE AND SONATA_OPENBLAS_LIB)
+    set(SONATA_WITH_BLAS ON)
+    target_include_directories(sonata_blas INTERFACE ${SONATA_CBLAS_INCLUDE})
+    target_link_libraries(sonata_blas INTERFACE ${SONATA_OPENBLAS_LIB})
+    target_compile_definitions(sonata_blas INTERFACE SONATA_WITH_BLAS=1)
+  elseif(SONATA_BLAS STREQUAL "ON")
+    message(FATAL_ERROR "OpenBLAS not found: install libopenblas-dev (tools/setup.sh does this)")
+  else()
+    message(WARNING "sonata: OpenBLAS not found, CPU GEMM uses the slow built-in loop")
+  endif()
+endif()

@@ -1,33 +1,61 @@
 #include "kernels/cpu/gemm.h"
 
+#if SONATA_WITH_BLAS
 #include <cblas.h>
+#endif
 
 #include "base/nvtx.h"
 #include "kernels/cpu/dispatch.h"
 
 namespace sonata::kernels::cpu {
+namespace {
 
-void gemm(DType dtype, const GemmShape& s, double alpha, const void* a, const void* b,
-          double beta, void* c) {
-  SONATA_NVTX_RANGE("sonata::cpu::gemm");
-  const CBLAS_TRANSPOSE ta = s.trans_a ? CblasTrans : CblasNoTrans;
-  const CBLAS_TRANSPOSE tb = s.trans_b ? CblasTrans : CblasNoTrans;
-  // OpenBLAS threads each GEMM itself; batches run one after another.
-  for (int64_t i = 0; i < s.batch; ++i) {
-    if (dtype == DType::f32) {
-      cblas_sgemm(CblasRowMajor, ta, tb, s.m, s.n, s.k, float(alpha),
-                  static_cast<const float*>(a) + i * s.stride_a, s.lda,
-                  static_cast<const float*>(b) + i * s.stride_b, s.ldb, float(beta),
-                  static_cast<float*>(c) + i * s.stride_c, s.ldc);
-    } else if (dtype == DType::f64) {
-      cblas_dgemm(CblasRowMajor, ta, tb, s.m, s.n, s.k, alpha,
-                  static_cast<const double*>(a) + i * s.stride_a, s.lda,
-                  static_cast<const double*>(b) + i * s.stride_b, s.ldb, beta,
-                  static_cast<double*>(c) + i * s.stride_c, s.ldc);
-    } else {
-      throw Error(str("gemm: dtype ", dtype_name(dtype), " is not supported on the CPU"));
+#if SONATA_WITH_BLAS
+void blas_gemm(float, const GemmShape& s, double alpha, const float* a, const float* b,
+               double beta, float* c) {
+  cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
+              s.trans_b ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, float(alpha), a, s.lda, b,
+              s.ldb, float(beta), c, s.ldc);
+}
+void blas_gemm(double, const GemmShape& s, double alpha, const double* a, const double* b,
+               double beta, double* c) {
+  cblas_dgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
+              s.trans_b ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, alpha, a, s.lda, b, s.ldb,
+              beta, c, s.ldc);
+}
+#else
+// Only for builds without OpenBLAS (the GPU machines, where the CPU is just the tests'
+// reference): correct, not fast. Accumulates in double.
+template <typename T>
+void blas_gemm(T, const GemmShape& s, double alpha, const T* a, const T* b, double beta, T* c) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t j = 0; j < s.n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < s.k; ++p) {
+        const T av = s.trans_a ? a[p * s.lda + i] : a[i * s.lda + p];
+        const T bv = s.trans_b ? b[j * s.ldb + p] : b[p * s.ldb + j];
+        acc += double(av) * double(bv);
+      }
+      T& out = c[i * s.ldc + j];
+      out = T(alpha * acc + (beta == 0.0 ? 0.0 : beta * double(out)));
     }
   }
+}
+#endif
+
+}  // namespace
+
+void gemm(DType dtype, const GemmShape& shape, double alpha, const void* a, const void* b,
+          double beta, void* c) {
+  SONATA_NVTX_RANGE("sonata::cpu::gemm");
+  dispatch_float(dtype, "gemm", [&]<typename T>() {
+    // BLAS threads each product itself; batches run one after another.
+    for (int64_t i = 0; i < shape.batch; ++i)
+      blas_gemm(T(), shape, alpha, static_cast<const T*>(a) + i * shape.stride_a,
+                static_cast<const T*>(b) + i * shape.stride_b, beta,
+                static_cast<T*>(c) + i * shape.stride_c);
+  });
 }
 
 }  // namespace sonata::kernels::cpu

@@ -7,8 +7,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -45,7 +45,9 @@ void linear_kernel(Kernel kernel, uint32_t shared_bytes, cudaStream_t stream, in
 __device__ __forceinline__ int64_t thread_index() {
   return int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
 }
-__device__ __forceinline__ int64_t thread_count() { return int64_t(gridDim.x) * blockDim.x; }
+__device__ __forceinline__ int64_t thread_count() {
+  return int64_t(gridDim.x) * blockDim.x;
+}
 
 // ---------------------------------------------------------------------------------------
 // Types
@@ -88,8 +90,7 @@ template <DType D>
 using device_t = typename DeviceTypeOf<D>::type;
 
 template <typename T>
-inline constexpr bool is_half_v =
-    std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+inline constexpr bool is_half_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
 // The type arithmetic happens in, as on the CPU (kernels/cpu/dispatch.h): float for half
 // types and f32, double for f64, int64 for integers and bool.
@@ -142,11 +143,16 @@ __host__ __device__ __forceinline__ T store(C value) {
 template <typename F>
 void dispatch_float(DType dtype, const char* kernel, F&& body) {
   switch (dtype) {
-    case DType::f16: return body.template operator()<__half>();
-    case DType::bf16: return body.template operator()<__nv_bfloat16>();
-    case DType::f32: return body.template operator()<float>();
-    case DType::f64: return body.template operator()<double>();
-    default: break;
+    case DType::f16:
+      return body.template operator()<__half>();
+    case DType::bf16:
+      return body.template operator()<__nv_bfloat16>();
+    case DType::f32:
+      return body.template operator()<float>();
+    case DType::f64:
+      return body.template operator()<double>();
+    default:
+      break;
   }
   SONATA_CHECK(false, "sonata::cuda::", kernel, ": dtype ", dtype_name(dtype),
                " is not supported (use f16, bf16, f32 or f64)");
@@ -156,14 +162,22 @@ void dispatch_float(DType dtype, const char* kernel, F&& body) {
 template <typename F>
 void dispatch_numeric(DType dtype, const char* kernel, F&& body) {
   switch (dtype) {
-    case DType::f16: return body.template operator()<__half>();
-    case DType::bf16: return body.template operator()<__nv_bfloat16>();
-    case DType::f32: return body.template operator()<float>();
-    case DType::f64: return body.template operator()<double>();
-    case DType::i32: return body.template operator()<int32_t>();
-    case DType::i64: return body.template operator()<int64_t>();
-    case DType::u8: return body.template operator()<uint8_t>();
-    case DType::boolean: return body.template operator()<bool>();
+    case DType::f16:
+      return body.template operator()<__half>();
+    case DType::bf16:
+      return body.template operator()<__nv_bfloat16>();
+    case DType::f32:
+      return body.template operator()<float>();
+    case DType::f64:
+      return body.template operator()<double>();
+    case DType::i32:
+      return body.template operator()<int32_t>();
+    case DType::i64:
+      return body.template operator()<int64_t>();
+    case DType::u8:
+      return body.template operator()<uint8_t>();
+    case DType::boolean:
+      return body.template operator()<bool>();
   }
   SONATA_CHECK(false, "sonata::cuda::", kernel, ": unknown dtype ", int(dtype));
 }
@@ -179,14 +193,27 @@ void dispatch_all(DType dtype, const char* kernel, F&& body) {
 template <typename F>
 void dispatch_bits(DType dtype, const char* kernel, F&& body) {
   switch (dtype_size(dtype)) {
-    case 1: return body.template operator()<uint8_t>();
-    case 2: return body.template operator()<uint16_t>();
-    case 4: return body.template operator()<uint32_t>();
-    case 8: return body.template operator()<uint64_t>();
-    default: break;
+    case 1:
+      return body.template operator()<uint8_t>();
+    case 2:
+      return body.template operator()<uint16_t>();
+    case 4:
+      return body.template operator()<uint32_t>();
+    case 8:
+      return body.template operator()<uint64_t>();
+    default:
+      break;
   }
   SONATA_CHECK(false, "sonata::cuda::", kernel, ": dtype ", dtype_name(dtype),
                " has no element width this kernel moves");
+}
+
+// body.template operator()<kValue>() for the enumerator equal to `value`.
+template <typename Enum, Enum... kValues, typename F>
+void dispatch_enum(Enum value, const char* kernel, F&& body) {
+  const bool found =
+      ((value == kValues ? (body.template operator()<kValues>(), true) : false) || ...);
+  SONATA_CHECK(found, "sonata::cuda::", kernel, ": unknown op ", int(value));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -67,11 +67,10 @@ __device__ __forceinline__ auto apply_at(const F& f, const int64_t* offsets,
 
 // The general path. Operand kOutOperand of the layout walks `out` (-1: out is contiguous in
 // output order); the inputs are operands kFirstIn, kFirstIn + 1, ...
-template <typename Index, int kOutOperand, int kFirstIn, typename F, typename Out,
-          typename... In>
+template <typename Index, int kOutOperand, int kFirstIn, typename F, typename Out, typename... In>
 __global__ void __launch_bounds__(kBlockSize)
-    map_strided_kernel(int64_t n, const __grid_constant__ StridedLayout layout, F f,
-                       Out* out, const In*... in) {
+    map_strided_kernel(int64_t n, const __grid_constant__ StridedLayout layout, F f, Out* out,
+                       const In*... in) {
   constexpr int kOperands = kFirstIn + int(sizeof...(In)) > kOutOperand + 1
                                 ? kFirstIn + int(sizeof...(In))
                                 : kOutOperand + 1;
@@ -87,8 +86,8 @@ __global__ void __launch_bounds__(kBlockSize)
 template <typename F, typename Out, typename... In>
 void launch_map_contiguous(int64_t n, cudaStream_t stream, F f, Out* out, const In*... in) {
   constexpr int kWidth = kPackWidth<Out, In...>;
-  const bool aligned = is_aligned(out, sizeof(Out) * kWidth) &&
-                       (is_aligned(in, sizeof(In) * kWidth) && ...);
+  const bool aligned =
+      is_aligned(out, sizeof(Out) * kWidth) && (is_aligned(in, sizeof(In) * kWidth) && ...);
   if (kWidth > 1 && aligned) {
     linear_kernel(map_contiguous_kernel<kWidth, F, Out, In...>, 0, stream,
                   (n + kWidth - 1) / kWidth, n, f, out, in...);
@@ -100,8 +99,7 @@ void launch_map_contiguous(int64_t n, cudaStream_t stream, F f, Out* out, const 
 // out = f(in...) over `layout`; see map_strided_kernel for the operand numbering. The caller
 // follows with CUDA_CHECK_LAUNCH().
 template <int kOutOperand, int kFirstIn, typename F, typename Out, typename... In>
-void launch_map(const StridedLayout& layout, cudaStream_t stream, F f, Out* out,
-                const In*... in) {
+void launch_map(const StridedLayout& layout, cudaStream_t stream, F f, Out* out, const In*... in) {
   const int64_t n = layout.numel();
   int operand = kFirstIn;
   const bool contiguous = (kOutOperand < 0 || layout.is_contiguous(kOutOperand)) &&
@@ -109,11 +107,11 @@ void launch_map(const StridedLayout& layout, cudaStream_t stream, F f, Out* out,
   if (contiguous) {
     launch_map_contiguous(n, stream, f, out, in...);
   } else if (n <= int64_t(UINT32_MAX)) {
-    linear_kernel(map_strided_kernel<uint32_t, kOutOperand, kFirstIn, F, Out, In...>, 0, stream,
-                  n, layout, f, out, in...);
+    linear_kernel(map_strided_kernel<uint32_t, kOutOperand, kFirstIn, F, Out, In...>, 0, stream, n,
+                  layout, f, out, in...);
   } else {
-    linear_kernel(map_strided_kernel<uint64_t, kOutOperand, kFirstIn, F, Out, In...>, 0, stream,
-                  n, layout, f, out, in...);
+    linear_kernel(map_strided_kernel<uint64_t, kOutOperand, kFirstIn, F, Out, In...>, 0, stream, n,
+                  layout, f, out, in...);
   }
 }
 

@@ -1,0 +1,119 @@
+// Stable softmax / log_softmax over the middle axis of [outer, n, inner] and their backward
+// passes, on the line walkers of lines.cuh. Half types and f32 compute in float, f64 in
+// double; each line is read once per reduction and once more to write.
+#include "kernels/cuda/softmax.h"
+
+#include <cmath>
+#include <limits>
+
+#include "base/nvtx.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/lines.cuh"
+
+namespace sonata::kernels::cuda {
+namespace {
+
+template <typename C>
+struct Add {
+  __device__ C operator()(C a, C b) const { return a + b; }
+};
+
+// fmax skips NaN like the CPU's std::max scan; a NaN input still makes its line NaN
+// through the sum of exponentials.
+template <typename C>
+struct Peak {
+  __device__ C operator()(C a, C b) const { return fmax(a, b); }
+};
+
+template <typename T>
+struct SoftmaxLine {
+  const T* in;
+  T* out;
+  int64_t n;
+  bool log;
+
+  template <typename AllReduce>
+  __device__ void operator()(int64_t, int64_t base, int64_t stride, int first, int step, bool valid,
+                             AllReduce allreduce) const {
+    using C = compute_t<T>;
+    const T* x = in + base;
+    T* y = out + base;
+    C peak = -std::numeric_limits<C>::infinity();
+    if (valid)
+      for (int64_t r = first; r < n; r += step) peak = fmax(peak, load(x[r * stride]));
+    peak = allreduce(peak, Peak<C>{});
+    // A line of -inf would give exp(-inf - -inf) = NaN; shifting by 0 gives 0 / 0 = NaN
+    // too, but the same NaN path as the CPU reference.
+    if (peak == -std::numeric_limits<C>::infinity()) peak = C(0);
+    C total = C(0);
+    if (valid)
+      for (int64_t r = first; r < n; r += step) total += exp(load(x[r * stride]) - peak);
+    total = allreduce(total, Add<C>{});
+    if (!valid) return;
+    if (log) {
+      const C log_total = ::log(total) + peak;
+      for (int64_t r = first; r < n; r += step)
+        y[r * stride] = store<T>(load(x[r * stride]) - log_total);
+    } else {
+      for (int64_t r = first; r < n; r += step)
+        y[r * stride] = store<T>(exp(load(x[r * stride]) - peak) / total);
+    }
+  }
+};
+
+// softmax: gx = y * (gy - sum(gy * y)); log_softmax: gx = gy - exp(y) * sum(gy).
+template <typename T>
+struct SoftmaxBackwardLine {
+  const T* grad_y;
+  const T* y;
+  T* grad_x;
+  int64_t n;
+  bool log;
+
+  template <typename AllReduce>
+  __device__ void operator()(int64_t, int64_t base, int64_t stride, int first, int step, bool valid,
+                             AllReduce allreduce) const {
+    using C = compute_t<T>;
+    const T* gy = grad_y + base;
+    const T* ys = y + base;
+    T* gx = grad_x + base;
+    C dot = C(0);
+    if (valid) {
+      for (int64_t r = first; r < n; r += step) {
+        const C g = load(gy[r * stride]);
+        dot += log ? g : g * load(ys[r * stride]);
+      }
+    }
+    dot = allreduce(dot, Add<C>{});
+    if (!valid) return;
+    for (int64_t r = first; r < n; r += step) {
+      const C g = load(gy[r * stride]), out = load(ys[r * stride]);
+      gx[r * stride] = store<T>(log ? g - exp(out) * dot : out * (g - dot));
+    }
+  }
+};
+
+}  // namespace
+
+void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, int64_t n,
+             int64_t inner, cudaStream_t stream) {
+  SONATA_NVTX_RANGE("sonata::cuda::softmax");
+  dispatch_float(dtype, "softmax", [&]<typename T>() {
+    launch_lines(outer, n, inner, stream,
+                 SoftmaxLine<T>{static_cast<const T*>(in), static_cast<T*>(out), n, log});
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void softmax_backward(DType dtype, bool log, const void* grad_y, const void* y, void* grad_x,
+                      int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
+  SONATA_NVTX_RANGE("sonata::cuda::softmax_backward");
+  dispatch_float(dtype, "softmax_backward", [&]<typename T>() {
+    launch_lines(outer, n, inner, stream,
+                 SoftmaxBackwardLine<T>{static_cast<const T*>(grad_y), static_cast<const T*>(y),
+                                        static_cast<T*>(grad_x), n, log});
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace sonata::kernels::cuda

@@ -1,0 +1,323 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "base/error.h"
+#include "engine/ops.h"
+#include "engine/random.h"
+#include "tests/ops/op_test_util.h"
+
+using namespace sonata;
+using namespace sonata::testing;
+
+namespace {
+
+using BinaryFn = std::function<Tensor(const Tensor&, const Tensor&)>;
+using UnaryFn = std::function<Tensor(const Tensor&)>;
+
+struct BinaryCase {
+  std::string name;
+  BinaryFn fn;
+  double (*truth)(double, double);
+  bool positive_rhs;  // div: keep the denominator away from zero
+};
+
+std::vector<BinaryCase> binary_cases() {
+  return {
+      {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); },
+       [](double a, double b) { return a + b; }, false},
+      {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); },
+       [](double a, double b) { return a - b; }, false},
+      {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); },
+       [](double a, double b) { return a * b; }, false},
+      {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); },
+       [](double a, double b) { return a / b; }, true},
+      {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); },
+       [](double a, double b) { return std::max(a, b); }, false},
+      {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); },
+       [](double a, double b) { return std::min(a, b); }, false},
+  };
+}
+
+Tensor rhs_input(const BinaryCase& op, const Shape& shape, uint64_t seed) {
+  return op.positive_rhs ? grad_input(shape, seed, 0.5, 1.5) : grad_input(shape, seed);
+}
+
+struct UnaryCase {
+  std::string name;
+  UnaryFn fn;
+  double (*truth)(double);
+  double low, high;  // input range: positive for log/sqrt/pow, off the kinks otherwise
+};
+
+std::vector<UnaryCase> unary_cases() {
+  return {
+      {"neg", [](const Tensor& x) { return neg(x); }, [](double x) { return -x; }, -1, 1},
+      {"exp", [](const Tensor& x) { return exp(x); }, [](double x) { return std::exp(x); }, -1, 1},
+      {"log", [](const Tensor& x) { return log(x); }, [](double x) { return std::log(x); }, 0.5, 2},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, 0.5,
+       2},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); },
+       [](double x) { return 1.0 / std::sqrt(x); }, 0.5, 2},
+      {"abs", [](const Tensor& x) { return abs(x); }, [](double x) { return std::fabs(x); }, -1, 1},
+      {"pow 1.5", [](const Tensor& x) { return pow(x, 1.5); },
+       [](double x) { return std::pow(x, 1.5); }, 0.5, 2},
+      {"pow -0.5", [](const Tensor& x) { return pow(x, -0.5); },
+       [](double x) { return std::pow(x, -0.5); }, 0.5, 2},
+      {"pow 0.3", [](const Tensor& x) { return pow(x, 0.3); },
+       [](double x) { return std::pow(x, 0.3); }, 0.5, 2},
+      {"pow 2", [](const Tensor& x) { return pow(x, 2.0); }, [](double x) { return x * x; }, -1, 1},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](double x) { return x > 0 ? x : 0.0; },
+       -1, 1},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); },
+       [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -3, 3},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, -2,
+       2},
+      {"hardtanh", [](const Tensor& x) { return hardtanh(x); },
+       [](double x) { return std::clamp(x, -1.0, 1.0); }, -2, 2},
+      {"hardtanh 0 6", [](const Tensor& x) { return hardtanh(x, 0.0, 6.0); },
+       [](double x) { return std::clamp(x, 0.0, 6.0); }, -2, 8},
+      {"clamp", [](const Tensor& x) { return clamp(x, -0.4, 0.7); },
+       [](double x) { return std::clamp(x, -0.4, 0.7); }, -1, 1},
+      {"add scalar", [](const Tensor& x) { return add(x, 2.5); }, [](double x) { return x + 2.5; },
+       -1, 1},
+      {"mul scalar", [](const Tensor& x) { return mul(x, -3.0); },
+       [](double x) { return -3.0 * x; }, -1, 1},
+      {"operator minus scalar", [](const Tensor& x) { return x - 2.0; },
+       [](double x) { return x - 2.0; }, -1, 1},
+      {"operator scalar times", [](const Tensor& x) { return 2.0 * x; },
+       [](double x) { return 2.0 * x; }, -1, 1},
+      {"operator divide scalar", [](const Tensor& x) { return x / 4.0; },
+       [](double x) { return x / 4.0; }, -1, 1},
+      {"operator negate", [](const Tensor& x) { return -x; }, [](double x) { return -x; }, -1, 1},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("binary ops gradients with broadcasting", "[ops][elementwise][grad]") {
+  for (const BinaryCase& op : binary_cases()) {
+    INFO(op.name);
+    SECTION("same shape " + op.name) {
+      const Tensor a = grad_input({3, 4}, 1), b = rhs_input(op, {3, 4}, 2);
+      require_gradients([&](const std::vector<Tensor>& in) { return op.fn(in[0], in[1]); }, {a, b});
+    }
+    SECTION("[3,1,4] with [2,4] " + op.name) {
+      const Tensor a = grad_input({3, 1, 4}, 3), b = rhs_input(op, {2, 4}, 4);
+      require_gradients([&](const std::vector<Tensor>& in) { return op.fn(in[0], in[1]); }, {a, b});
+    }
+    SECTION("0-d scalar with a matrix " + op.name) {
+      const Tensor s = grad_input({}, 5, 0.6, 0.9), m = rhs_input(op, {3, 4}, 6);
+      require_gradients([&](const std::vector<Tensor>& in) { return op.fn(in[0], in[1]); }, {s, m});
+      require_gradients([&](const std::vector<Tensor>& in) { return op.fn(in[1], in[0]); }, {s, m});
+    }
+    SECTION("non-contiguous operands " + op.name) {
+      const Tensor a = grad_input({4, 3}, 7), b = rhs_input(op, {6, 4}, 8);
+      require_gradients(
+          [&](const std::vector<Tensor>& in) { return op.fn(in[0].t(), in[1].slice(0, 0, 6, 2)); },
+          {a, b});
+    }
+  }
+}
+
+TEST_CASE("binary ops forward matches a hand loop with broadcasting", "[ops][elementwise]") {
+  const Tensor a = grad_input({3, 1, 4}, 11).detach(),
+               b = grad_input({2, 4}, 12, 0.5, 1.5).detach();
+  const std::vector<double> av = values_of(a), bv = values_of(b);
+  for (const BinaryCase& op : binary_cases()) {
+    INFO(op.name);
+    const Tensor out = op.fn(a, b);
+    REQUIRE(out.shape() == Shape{3, 2, 4});
+    const std::vector<double> got = values_of(out);
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        for (int64_t k = 0; k < 4; ++k)
+          CHECK(got[size_t(flat_index({3, 2, 4}, {i, j, k}))] ==
+                Approx(op.truth(av[size_t(i * 4 + k)], bv[size_t(j * 4 + k)])).epsilon(1e-15));
+  }
+}
+
+TEST_CASE("broadcast add of written-out tensors", "[ops][elementwise]") {
+  const Tensor column = f64_tensor({1, 2}, {2, 1});
+  const Tensor row = f64_tensor({10, 20, 30}, {3});
+  const Tensor out = add(column, row);
+  REQUIRE(out.shape() == Shape{2, 3});
+  CHECK(values_of(out) == std::vector<double>{11, 21, 31, 12, 22, 32});
+
+  const Tensor scalar = f64_tensor({100}, {});
+  CHECK(values_of(add(scalar, column)) == std::vector<double>{101, 102});
+  CHECK(values_of(sub(row, scalar)) == std::vector<double>{-90, -80, -70});
+  CHECK(values_of(mul(column, row)) == std::vector<double>{10, 20, 30, 20, 40, 60});
+  CHECK(values_of(div(row, column)) == std::vector<double>{10, 20, 30, 5, 10, 15});
+}
+
+TEST_CASE("mismatched broadcast shapes throw naming both shapes", "[ops][elementwise][errors]") {
+  const Tensor a = zeros({2, 3}), b = zeros({4});
+  CHECK_THROWS_AS(add(a, b), Error);
+  CHECK_THROWS_WITH(add(a, b), Catch::Contains("[2, 3]") && Catch::Contains("[4]"));
+  CHECK_THROWS_WITH(mul(zeros({3, 1, 5}), zeros({2, 4})),
+                    Catch::Contains("[3, 1, 5]") && Catch::Contains("[2, 4]"));
+  CHECK_THROWS_WITH(where(zeros({3}, TensorOptions{}.with(DType::boolean)), zeros({2}), zeros({2})),
+                    Catch::Contains("[3]") && Catch::Contains("[2]"));
+}
+
+TEST_CASE("binary ops promote dtypes", "[ops][elementwise]") {
+  const Tensor a = ones({2}), b = ones({2}, f64_options());
+  CHECK(add(a, b).dtype() == DType::f64);
+  CHECK(mul(b, a).dtype() == DType::f64);
+  CHECK(add(a, a).dtype() == DType::f32);
+}
+
+TEST_CASE("maximum and minimum split the gradient on ties", "[ops][elementwise][grad]") {
+  const Tensor a = f64_leaf({1, 2, 3}, {3});
+  const Tensor b = f64_leaf({3, 2, 1}, {3});
+  maximum(a, b).backward(f64_tensor({1, 1, 1}, {3}));
+  CHECK(values_of(a.grad()) == std::vector<double>{0, 0.5, 1});
+  CHECK(values_of(b.grad()) == std::vector<double>{1, 0.5, 0});
+  a.set_grad(Tensor());
+  b.set_grad(Tensor());
+  minimum(a, b).backward(f64_tensor({1, 1, 1}, {3}));
+  CHECK(values_of(a.grad()) == std::vector<double>{1, 0.5, 0});
+  CHECK(values_of(b.grad()) == std::vector<double>{0, 0.5, 1});
+}
+
+TEST_CASE("maximum and minimum propagate NaN", "[ops][elementwise]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor a = f64_tensor({nan, 1}, {2}), b = f64_tensor({1, nan}, {2});
+  for (const Tensor& out : {maximum(a, b), minimum(a, b)}) {
+    const std::vector<double> v = values_of(out);
+    CHECK(std::isnan(v[0]));
+    CHECK(std::isnan(v[1]));
+  }
+}
+
+TEST_CASE("unary ops gradients", "[ops][elementwise][grad]") {
+  for (const UnaryCase& op : unary_cases()) {
+    INFO(op.name);
+    SECTION("contiguous " + op.name) {
+      const Tensor x = grad_input({3, 5}, 21, op.low, op.high);
+      require_gradients([&](const std::vector<Tensor>& in) { return op.fn(in[0]); }, {x});
+    }
+    SECTION("transposed " + op.name) {
+      const Tensor x = grad_input({4, 3}, 22, op.low, op.high);
+      require_gradients([&](const std::vector<Tensor>& in) { return op.fn(in[0].t()); }, {x});
+    }
+    SECTION("strided slice " + op.name) {
+      const Tensor x = grad_input({3, 8}, 23, op.low, op.high);
+      require_gradients(
+          [&](const std::vector<Tensor>& in) { return op.fn(in[0].slice(1, 1, 8, 2)); }, {x});
+    }
+  }
+}
+
+TEST_CASE("unary ops forward matches the standard library", "[ops][elementwise]") {
+  for (const UnaryCase& op : unary_cases()) {
+    INFO(op.name);
+    const Tensor x = grad_input({20}, 31, op.low, op.high).detach();
+    const std::vector<double> xv = values_of(x), got = values_of(op.fn(x));
+    for (size_t i = 0; i < xv.size(); ++i)
+      CHECK(got[i] == Approx(op.truth(xv[i])).epsilon(1e-14).margin(1e-300));
+    // f32 results are the f64 ones rounded, up to a few ulps.
+    const std::vector<double> got32 = values_of(op.fn(x.to(DType::f32)));
+    for (size_t i = 0; i < xv.size(); ++i)
+      CHECK(got32[i] == Approx(got[i]).epsilon(1e-6).margin(1e-6));
+  }
+}
+
+TEST_CASE("unary ops at the kinks follow PyTorch", "[ops][elementwise]") {
+  // Gradients at the kink points themselves, as torch defines them.
+  const Tensor x = f64_leaf({-1, 0, 1}, {3});
+  const Tensor g = f64_tensor({1, 1, 1}, {3});
+  relu(x).backward(g);
+  CHECK(values_of(x.grad()) == std::vector<double>{0, 0, 1});
+  x.set_grad(Tensor());
+  abs(x).backward(g);
+  CHECK(values_of(x.grad()) == std::vector<double>{-1, 0, 1});
+  x.set_grad(Tensor());
+  hardtanh(x).backward(g);  // zero outside the open interval
+  CHECK(values_of(x.grad()) == std::vector<double>{0, 1, 0});
+  x.set_grad(Tensor());
+  clamp(x, -1, 1).backward(g);  // one on the closed interval
+  CHECK(values_of(x.grad()) == std::vector<double>{1, 1, 1});
+}
+
+TEST_CASE("where and masked_fill gradients with broadcasting", "[ops][elementwise][grad]") {
+  const Tensor cond = f64_tensor({1, 0, 0, 1, 1, 0}, {3, 1, 2}).to(DType::boolean);
+  SECTION("where") {
+    const Tensor a = grad_input({4, 1}, 41), b = grad_input({2}, 42);
+    require_gradients([&](const std::vector<Tensor>& in) { return where(cond, in[0], in[1]); },
+                      {a, b});
+  }
+  SECTION("where with a 0-d branch and a transposed branch") {
+    const Tensor a = grad_input({}, 43), b = grad_input({2, 4}, 44);
+    require_gradients([&](const std::vector<Tensor>& in) { return where(cond, in[0], in[1].t()); },
+                      {a, b});
+  }
+  SECTION("masked_fill") {
+    const Tensor x = grad_input({3, 4, 2}, 45);
+    require_gradients([&](const std::vector<Tensor>& in) { return masked_fill(in[0], cond, -7); },
+                      {x});
+  }
+}
+
+TEST_CASE("where and masked_fill forward values", "[ops][elementwise]") {
+  const Tensor cond = f64_tensor({1, 0, 1}, {3}).to(DType::boolean);
+  const Tensor a = f64_tensor({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor b = f64_tensor({-1}, {});
+  CHECK(values_of(where(cond, a, b)) == std::vector<double>{1, -1, 3, 4, -1, 6});
+  CHECK(values_of(masked_fill(a, cond, 9)) == std::vector<double>{9, 2, 9, 9, 5, 9});
+  const Tensor x = a.detach().set_requires_grad(true);
+  masked_fill(x, cond, 9).backward(ones({2, 3}, f64_options()));
+  CHECK(values_of(x.grad()) == std::vector<double>{0, 1, 0, 0, 1, 0});
+  CHECK_THROWS_AS(where(a, a, b), Error);  // the condition must be bool
+}
+
+TEST_CASE("comparison ops give bool tensors", "[ops][elementwise]") {
+  const Tensor a = f64_tensor({1, 2, 3}, {3});
+  const Tensor b = f64_tensor({2, 2, 2}, {3});
+  struct Case {
+    const char* name;
+    Tensor out;
+    std::vector<double> expected;
+  };
+  const Case cases[] = {
+      {"eq", eq(a, b), {0, 1, 0}}, {"ne", ne(a, b), {1, 0, 1}}, {"lt", lt(a, b), {1, 0, 0}},
+      {"le", le(a, b), {1, 1, 0}}, {"gt", gt(a, b), {0, 0, 1}}, {"ge", ge(a, b), {0, 1, 1}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    CHECK(c.out.dtype() == DType::boolean);
+    CHECK(!c.out.requires_grad());
+    CHECK(values_of(c.out) == c.expected);
+  }
+  // Broadcast against a 0-d tensor, mixed dtypes, and inputs that require grad.
+  const Tensor x = f64_leaf({0.5, 1.5}, {2});
+  const Tensor one = full({}, 1.0);
+  const Tensor mask = gt(x, one);
+  CHECK(mask.dtype() == DType::boolean);
+  CHECK(!mask.requires_grad());
+  CHECK(values_of(mask) == std::vector<double>{0, 1});
+}
+
+TEST_CASE("f32 binary results are close to f64", "[ops][elementwise]") {
+  const Tensor a = grad_input({3, 1, 4}, 51).detach(),
+               b = grad_input({2, 4}, 52, 0.5, 1.5).detach();
+  for (const BinaryCase& op : binary_cases()) {
+    INFO(op.name);
+    const std::vector<double> ref = values_of(op.fn(a, b));
+    const Tensor out32 = op.fn(a.to(DType::f32), b.to(DType::f32));
+    CHECK(out32.dtype() == DType::f32);
+    const std::vector<double> got = values_of(out32);
+    for (size_t i = 0; i < ref.size(); ++i)
+      CHECK(got[i] == Approx(ref[i]).epsilon(1e-6).margin(1e-6));
+  }
+}
+
+TEST_CASE("unary ops reject integer tensors", "[ops][elementwise][errors]") {
+  const Tensor idx = i64_tensor({1, 2}, {2});
+  CHECK_THROWS_WITH(exp(idx), Catch::Contains("i64"));
+  CHECK_THROWS_AS(hardtanh(ones({2}), 1.0, -1.0), Error);
+}
