@@ -41,7 +41,7 @@ struct WhereFn {
 void binary(BinaryOp op, DType dtype, const StridedLayout& layout, const void* x, const void* y,
             void* out, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::binary");
-  dispatch_numeric(dtype, "binary", [&]<typename T>() {
+  dispatch_all(dtype, "binary", [&]<typename T>() {
     dispatch_binary_op(op, "binary", [&]<BinaryOp kOp>() {
       launch_map</*out*/ -1, /*first input*/ 0>(layout, stream, BinaryFn<T, kOp>{},
                                                 static_cast<T*>(out), static_cast<const T*>(x),

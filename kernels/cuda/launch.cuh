@@ -158,9 +158,10 @@ void dispatch_float(DType dtype, const char* kernel, F&& body) {
                " is not supported (use f16, bf16, f32 or f64)");
 }
 
-// Floating types plus the integers the engine does arithmetic on (binary ops on indices).
+// Every dtype: copies, fills, comparisons, and binary ops (which, as on the CPU, also take
+// integers and bool, computing in int64).
 template <typename F>
-void dispatch_numeric(DType dtype, const char* kernel, F&& body) {
+void dispatch_all(DType dtype, const char* kernel, F&& body) {
   switch (dtype) {
     case DType::f16:
       return body.template operator()<__half>();
@@ -180,12 +181,6 @@ void dispatch_numeric(DType dtype, const char* kernel, F&& body) {
       return body.template operator()<bool>();
   }
   SONATA_CHECK(false, "sonata::cuda::", kernel, ": unknown dtype ", int(dtype));
-}
-
-// Every dtype; the same set as dispatch_numeric, named for what the caller means.
-template <typename F>
-void dispatch_all(DType dtype, const char* kernel, F&& body) {
-  dispatch_numeric(dtype, kernel, std::forward<F>(body));
 }
 
 // Kernels that only move elements (index_select, gather) need the element's size, not its
