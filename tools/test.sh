@@ -1,8 +1,23 @@
 #!/usr/bin/env bash
 # README command 2: set up, build (CPU and, where nvcc exists, CUDA code), run every test.
 # CUDA tests run when a GPU is present and are reported by ctest as skipped otherwise.
+# The CPU tests also run once under AddressSanitizer + LeakSanitizer (build-asan/), so a
+# leak or an over-read fails the run; ctest's summary of the main build comes last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 build_dir=${SONATA_BUILD_DIR:-build}
+
+if [ "${SONATA_LEAK_CHECK:-1}" = 1 ]; then
+  echo "== CPU tests under AddressSanitizer + LeakSanitizer (build-asan/) =="
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSONATA_CUDA=OFF \
+    -DSONATA_MPI=OFF -DSONATA_SANITIZE=ON >build-asan.configure.log 2>&1 ||
+    { cat build-asan.configure.log; exit 1; }
+  cmake --build build-asan -j "$(nproc)"
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
+    --timeout 600 -E '^cuda: ' >build-asan/ctest.log 2>&1 || { cat build-asan/ctest.log; exit 1; }
+  tail -3 build-asan/ctest.log
+fi
+
+echo "== all tests (${build_dir}/) =="
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" --timeout 600

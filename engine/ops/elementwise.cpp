@@ -1,3 +1,5 @@
+#include <cmath>
+
 #include "base/error.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/record.h"
@@ -105,12 +107,25 @@ Tensor compare_op(CompareOp op, const char* name, const Tensor& a_in, const Tens
 
 Tensor scalar_like(double value, const Tensor& like) { return full({}, value, like.options()); }
 
+// The scalar operand of an integer tensor: a fractional one makes the result f32 (as a Python
+// float does in torch) instead of being truncated to the integer dtype.
+Tensor integer_tensor_scalar(double value, const Tensor& like) {
+  if (std::nearbyint(value) == value) return scalar_like(value, like);
+  return full({}, value, like.options().with(DType::f32));
+}
+
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::add, "add", a, b); }
 Tensor sub(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::sub, "sub", a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::mul, "mul", a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::div, "div", a, b); }
+Tensor div(const Tensor& a, const Tensor& b) {
+  // True division, as torch.div: integer operands divide in f32 (integer division would
+  // truncate, and trap on a zero divisor).
+  if (!is_floating(promote_types(a.dtype(), b.dtype())))
+    return binary_op(BinaryOp::div, "div", a.to(DType::f32), b.to(DType::f32));
+  return binary_op(BinaryOp::div, "div", a, b);
+}
 Tensor maximum(const Tensor& a, const Tensor& b) {
   return binary_op(BinaryOp::maximum, "maximum", a, b);
 }
@@ -119,11 +134,11 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 }
 
 Tensor add(const Tensor& a, double b) {
-  if (!is_floating(a.dtype())) return add(a, scalar_like(b, a));
+  if (!is_floating(a.dtype())) return add(a, integer_tensor_scalar(b, a));
   return unary_op(UnaryOp::affine, "add_scalar", a, Saves::nothing, 1.0, b);
 }
 Tensor mul(const Tensor& a, double b) {
-  if (!is_floating(a.dtype())) return mul(a, scalar_like(b, a));
+  if (!is_floating(a.dtype())) return mul(a, integer_tensor_scalar(b, a));
   return unary_op(UnaryOp::affine, "mul_scalar", a, Saves::nothing, b, 0.0);
 }
 

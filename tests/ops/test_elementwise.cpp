@@ -172,8 +172,8 @@ TEST_CASE("binary ops promote dtypes", "[ops][elementwise]") {
 }
 
 TEST_CASE("maximum and minimum split the gradient on ties", "[ops][elementwise][grad]") {
-  const Tensor a = f64_leaf({1, 2, 3}, {3});
-  const Tensor b = f64_leaf({3, 2, 1}, {3});
+  Tensor a = f64_leaf({1, 2, 3}, {3});
+  Tensor b = f64_leaf({3, 2, 1}, {3});
   maximum(a, b).backward(f64_tensor({1, 1, 1}, {3}));
   CHECK(values_of(a.grad()) == std::vector<double>{0, 0.5, 1});
   CHECK(values_of(b.grad()) == std::vector<double>{1, 0.5, 0});
@@ -229,7 +229,7 @@ TEST_CASE("unary ops forward matches the standard library", "[ops][elementwise]"
 
 TEST_CASE("unary ops at the kinks follow PyTorch", "[ops][elementwise]") {
   // Gradients at the kink points themselves, as torch defines them.
-  const Tensor x = f64_leaf({-1, 0, 1}, {3});
+  Tensor x = f64_leaf({-1, 0, 1}, {3});
   const Tensor g = f64_tensor({1, 1, 1}, {3});
   relu(x).backward(g);
   CHECK(values_of(x.grad()) == std::vector<double>{0, 0, 1});
@@ -320,4 +320,30 @@ TEST_CASE("unary ops reject integer tensors", "[ops][elementwise][errors]") {
   const Tensor idx = i64_tensor({1, 2}, {2});
   CHECK_THROWS_WITH(exp(idx), Catch::Contains("i64"));
   CHECK_THROWS_AS(hardtanh(ones({2}), 1.0, -1.0), Error);
+}
+
+TEST_CASE("integer tensors follow torch's arithmetic", "[ops][elementwise]") {
+  const Tensor i = i64_tensor({1, 2, -3}, {3});
+  SECTION("integer with integer stays exact in i64") {
+    const Tensor big = i64_tensor({(int64_t(1) << 40) + 1}, {1});
+    CHECK(add(big, i64_tensor({1}, {1})).to_vector<int64_t>() ==
+          std::vector<int64_t>{(int64_t(1) << 40) + 2});
+    CHECK(mul(i, 3.0).dtype() == DType::i64);
+    CHECK(mul(i, 3.0).to_vector<int64_t>() == std::vector<int64_t>{3, 6, -9});
+  }
+  SECTION("a fractional scalar is not truncated") {
+    const Tensor scaled = mul(i, 2.5);
+    CHECK(is_floating(scaled.dtype()));
+    CHECK(values_of(scaled) == std::vector<double>{2.5, 5, -7.5});
+    CHECK(values_of(add(i, 0.5)) == std::vector<double>{1.5, 2.5, -2.5});
+    CHECK(values_of(i / 2.0) == std::vector<double>{0.5, 1, -1.5});
+  }
+  SECTION("div is true division, also by zero") {
+    const Tensor q = div(i, i64_tensor({2, 2, 0}, {3}));
+    CHECK(is_floating(q.dtype()));
+    const std::vector<double> v = values_of(q);
+    CHECK(v[0] == 0.5);
+    CHECK(v[1] == 1.0);
+    CHECK(v[2] == -std::numeric_limits<double>::infinity());
+  }
 }

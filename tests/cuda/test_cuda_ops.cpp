@@ -1,0 +1,316 @@
+// CUDA against the CPU reference for the elementwise, reduction, linear-algebra and softmax
+// ops, in f32, f16 and bf16, forward and backward.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <string>
+
+#include "engine/ops.h"
+#include "tests/cuda/parity_util.h"
+
+using namespace sonata;
+using namespace sonata::testing;
+
+namespace {
+
+using BinaryFn = std::function<Tensor(const Tensor&, const Tensor&)>;
+using UnaryFn = std::function<Tensor(const Tensor&)>;
+
+struct BinaryCase {
+  std::string name;
+  BinaryFn fn;
+  bool positive_rhs;  // div: keep the denominator away from zero
+};
+
+std::vector<BinaryCase> binary_cases() {
+  return {
+      {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }, false},
+      {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, false},
+      {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, false},
+      {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); }, true},
+      {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }, false},
+      {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }, false},
+  };
+}
+
+Tensor rhs(const BinaryCase& op, const Shape& shape, uint64_t seed) {
+  return op.positive_rhs ? parity_input(shape, seed, 0.5, 1.5) : parity_input(shape, seed);
+}
+
+struct UnaryCase {
+  std::string name;
+  UnaryFn fn;
+  double low, high;
+};
+
+std::vector<UnaryCase> unary_cases() {
+  return {
+      {"neg", [](const Tensor& x) { return neg(x); }, -1, 1},
+      {"exp", [](const Tensor& x) { return exp(x); }, -1, 1},
+      {"log", [](const Tensor& x) { return log(x); }, 0.5, 2},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, 0.5, 2},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, 0.5, 2},
+      {"abs", [](const Tensor& x) { return abs(x); }, -1, 1},
+      {"pow 1.5", [](const Tensor& x) { return pow(x, 1.5); }, 0.5, 2},
+      {"pow -0.5", [](const Tensor& x) { return pow(x, -0.5); }, 0.5, 2},
+      {"pow 2", [](const Tensor& x) { return pow(x, 2.0); }, -1, 1},
+      {"relu", [](const Tensor& x) { return relu(x); }, -1, 1},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, -3, 3},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, -2, 2},
+      {"hardtanh", [](const Tensor& x) { return hardtanh(x); }, -2, 2},
+      {"hardtanh 0 6", [](const Tensor& x) { return hardtanh(x, 0.0, 6.0); }, -2, 8},
+      {"clamp", [](const Tensor& x) { return clamp(x, -0.4, 0.7); }, -1, 1},
+      {"add scalar", [](const Tensor& x) { return add(x, 2.5); }, -1, 1},
+      {"mul scalar", [](const Tensor& x) { return mul(x, -3.0); }, -1, 1},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("binary ops match the CPU", "[cuda][elementwise]") {
+  for (const BinaryCase& op : binary_cases()) {
+    INFO(op.name);
+    const ParityFunction f = [&](const std::vector<Tensor>& in) { return op.fn(in[0], in[1]); };
+    require_parity(f, {parity_input({3, 4}, 1), rhs(op, {3, 4}, 2)});
+    require_parity(f, {parity_input({3, 1, 4}, 3), rhs(op, {2, 4}, 4)});
+    require_parity(f, {parity_input({}, 5, 0.6, 0.9), rhs(op, {3, 4}, 6)});
+    require_parity(f, {rhs(op, {3, 4}, 7), parity_input({}, 8, 0.6, 0.9)});
+    // Non-contiguous operands: a transpose and a step-2 slice.
+    require_parity(
+        [&](const std::vector<Tensor>& in) { return op.fn(in[0].t(), in[1].slice(0, 0, 6, 2)); },
+        {parity_input({4, 3}, 9), rhs(op, {6, 4}, 10)});
+    // Large enough for every launch path (grid-stride loops, vector loads, odd tails).
+    require_parity(f, {parity_input({37, 1, 129}, 11), rhs(op, {65, 129}, 12)});
+    require_parity(f, {parity_input({257, 131}, 13), rhs(op, {257, 131}, 14)});
+  }
+}
+
+TEST_CASE("binary ops share the gradient on ties like the CPU", "[cuda][elementwise]") {
+  // Equal operands everywhere: every element is a tie.
+  const Tensor a = parity_input({4, 5}, 15);
+  require_parity([](const std::vector<Tensor>& in) { return maximum(in[0], in[1]); },
+                 {a, a.detach().clone().set_requires_grad(true)});
+  require_parity([](const std::vector<Tensor>& in) { return minimum(in[0], in[1]); },
+                 {a, a.detach().clone().set_requires_grad(true)});
+}
+
+TEST_CASE("unary ops match the CPU", "[cuda][elementwise]") {
+  for (const UnaryCase& op : unary_cases()) {
+    INFO(op.name);
+    const ParityFunction f = [&](const std::vector<Tensor>& in) { return op.fn(in[0]); };
+    require_parity(f, {parity_input({3, 5}, 21, op.low, op.high)});
+    require_parity([&](const std::vector<Tensor>& in) { return op.fn(in[0].t()); },
+                   {parity_input({4, 3}, 22, op.low, op.high)});
+    require_parity([&](const std::vector<Tensor>& in) { return op.fn(in[0].slice(1, 1, 8, 2)); },
+                   {parity_input({3, 8}, 23, op.low, op.high)});
+    require_parity(f, {parity_input({301, 67}, 24, op.low, op.high)});
+  }
+}
+
+TEST_CASE("where and masked_fill match the CPU", "[cuda][elementwise]") {
+  const Tensor cond = bool_input({1, 0, 0, 1, 1, 0}, {3, 1, 2});
+  require_parity([](const std::vector<Tensor>& in) { return where(in[0], in[1], in[2]); },
+                 {cond, parity_input({4, 1}, 31), parity_input({2}, 32)});
+  require_parity([](const std::vector<Tensor>& in) { return where(in[0], in[1], in[2].t()); },
+                 {cond, parity_input({}, 33), parity_input({2, 4}, 34)});
+  require_parity([](const std::vector<Tensor>& in) { return masked_fill(in[1], in[0], -7.0); },
+                 {cond, parity_input({3, 4, 2}, 35)});
+  // A condition computed on the device from the (rounded) input itself.
+  require_parity(
+      [](const std::vector<Tensor>& in) {
+        return where(gt(in[0], zeros({}, in[0].options())), in[0], mul(in[0], in[0]));
+      },
+      {parity_input({63, 65}, 36)});
+}
+
+TEST_CASE("comparisons match the CPU", "[cuda][elementwise]") {
+  using CompareFn = Tensor (*)(const Tensor&, const Tensor&);
+  const std::pair<const char*, CompareFn> cases[] = {{"eq", eq}, {"ne", ne}, {"lt", lt},
+                                                     {"le", le}, {"gt", gt}, {"ge", ge}};
+  // Values on a coarse grid so that ties occur and survive rounding to every dtype.
+  const Tensor a = from_vector(std::vector<float>{0, 0.5, 1, -1, 0.5, 2, 1, 0}, {2, 4});
+  const Tensor b = from_vector(std::vector<float>{0.5, 0.5, 0, 1}, {4});
+  for (const auto& [name, fn] : cases) {
+    INFO(name);
+    require_parity(
+        [fn](const std::vector<Tensor>& in) {
+          const Tensor out = fn(in[0], in[1]);
+          REQUIRE(out.dtype() == DType::boolean);
+          return out.to(DType::f32);
+        },
+        {a, b}, false);
+  }
+}
+
+TEST_CASE("reductions match the CPU", "[cuda][reduce]") {
+  const std::vector<std::vector<int64_t>> dims_cases = {{1}, {-1}, {0, 1}, {0, 2}, {}};
+  for (const auto& dims : dims_cases) {
+    for (bool keepdim : {false, true}) {
+      INFO("dims " << shape_str(dims) << (keepdim ? " keepdim" : ""));
+      const Tensor x = parity_input({3, 4, 5}, 41);
+      require_parity([&](const std::vector<Tensor>& in) { return sum(in[0], dims, keepdim); }, {x});
+      require_parity([&](const std::vector<Tensor>& in) { return mean(in[0], dims, keepdim); },
+                     {x});
+      for (int64_t correction : {0, 1})
+        require_parity(
+            [&](const std::vector<Tensor>& in) { return var(in[0], dims, correction, keepdim); },
+            {x});
+      require_parity([&](const std::vector<Tensor>& in) { return amax(in[0], dims, keepdim); },
+                     {x});
+    }
+  }
+}
+
+TEST_CASE("reductions of large and non-contiguous inputs", "[cuda][reduce]") {
+  // Rows longer than a block, many rows, and a reduction over the outer dim (strided reads).
+  // Positive inputs keep these long sums well-conditioned: the devices add in different
+  // orders, and a sum that cancels to near zero would turn f32 rounding into a large relative
+  // error that says nothing about the kernel.
+  const Tensor wide = parity_input({7, 3001}, 42, 0.5, 1.5);
+  const Tensor tall = parity_input({2049, 9}, 43, 0.5, 1.5);
+  for (const Tensor& x : {wide, tall}) {
+    INFO(shape_str(x.shape()));
+    for (int64_t dim : {0, 1}) {
+      INFO("dim " << dim);
+      require_parity([&](const std::vector<Tensor>& in) { return sum(in[0], {dim}); }, {x});
+      require_parity([&](const std::vector<Tensor>& in) { return var(in[0], {dim}); }, {x});
+      require_parity([&](const std::vector<Tensor>& in) { return amax(in[0], {dim}); }, {x});
+      require_parity([&](const std::vector<Tensor>& in) { return sonata::max(in[0], dim).first; },
+                     {x});
+    }
+    require_parity([](const std::vector<Tensor>& in) { return mean(in[0]); }, {x});
+  }
+  const Tensor x = parity_input({4, 3, 6}, 44);
+  require_parity(
+      [](const std::vector<Tensor>& in) {
+        return sum(in[0].permute({2, 0, 1}), {1, 2});
+      },
+      {x});
+  require_parity([](const std::vector<Tensor>& in) { return amax(in[0].slice(2, 0, 6, 2), {0}); },
+                 {x});
+}
+
+TEST_CASE("amax shares ties and max picks the first index", "[cuda][reduce]") {
+  // Rows of repeated values: ties in every dtype.
+  Tensor x =
+      from_vector(std::vector<float>{1, 3, 3, 2, 2, 2, -1, 0.5, 0.5, 0.5, 0.25, 0.5}, {4, 3});
+  x.set_requires_grad(true);
+  require_parity([](const std::vector<Tensor>& in) { return amax(in[0], {1}); }, {x});
+  require_parity([](const std::vector<Tensor>& in) { return amax(in[0]); }, {x});
+  require_parity([](const std::vector<Tensor>& in) { return sonata::max(in[0], 1).first; }, {x});
+  require_parity([](const std::vector<Tensor>& in) { return sonata::max(in[0], 1).second; }, {x},
+                 false);
+  require_parity([](const std::vector<Tensor>& in) { return sonata::max(in[0], 0, true).second; },
+                 {x}, false);
+  // And random inputs, where bf16 rounding makes ties of its own.
+  const Tensor r = parity_input({6, 33}, 45);
+  for (int64_t dim : {0, 1, -1}) {
+    INFO("dim " << dim);
+    require_parity([&](const std::vector<Tensor>& in) { return sonata::max(in[0], dim).first; },
+                   {r});
+    require_parity([&](const std::vector<Tensor>& in) { return sonata::max(in[0], dim).second; },
+                   {r}, false);
+  }
+}
+
+TEST_CASE("sum_to matches the CPU", "[cuda][reduce]") {
+  const Tensor x = parity_input({2, 3, 4}, 46);
+  for (const Shape& target : {Shape{3, 1}, Shape{4}, Shape{1, 3, 1}, Shape{}}) {
+    INFO(shape_str(target));
+    require_parity([&](const std::vector<Tensor>& in) { return sum_to(in[0], target); }, {x});
+  }
+}
+
+TEST_CASE("matmul matches the CPU", "[cuda][linalg]") {
+  struct Case {
+    Shape a, b;
+  };
+  const Case cases[] = {
+      {{4}, {4}},
+      {{4}, {4, 3}},
+      {{3, 4}, {4}},
+      {{3, 4}, {4, 2}},
+      {{2, 3, 4}, {2, 4, 2}},
+      {{2, 3, 4}, {4, 2}},
+      {{4}, {2, 4, 3}},
+      {{2, 1, 3, 2}, {3, 2, 2}},
+      {{65, 48}, {48, 33}},  // several tiles, odd edges
+      {{3, 17, 40}, {40, 9}},
+  };
+  uint64_t seed = 50;
+  for (const Case& c : cases) {
+    INFO(shape_str(c.a) << " @ " << shape_str(c.b));
+    require_parity([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                   {parity_input(c.a, ++seed), parity_input(c.b, ++seed)});
+  }
+  // Transposed and strided operands.
+  require_parity([](const std::vector<Tensor>& in) { return matmul(in[0].t(), in[1].t()); },
+                 {parity_input({4, 3}, 61), parity_input({2, 4}, 62)});
+  require_parity(
+      [](const std::vector<Tensor>& in) { return matmul(in[0].slice(0, 0, 6, 2), in[1]); },
+      {parity_input({6, 4}, 63), parity_input({4, 2}, 64)});
+}
+
+TEST_CASE("bmm matches the CPU", "[cuda][linalg]") {
+  require_parity([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); },
+                 {parity_input({2, 3, 4}, 71), parity_input({2, 4, 2}, 72)});
+  require_parity(
+      [](const std::vector<Tensor>& in) {
+        return bmm(in[0].transpose(1, 2), in[1].permute({0, 2, 1}));
+      },
+      {parity_input({2, 4, 3}, 73), parity_input({2, 2, 4}, 74)});
+  require_parity(
+      [](const std::vector<Tensor>& in) {
+        return bmm(in[0].permute({2, 0, 1}), in[1]);
+      },
+      {parity_input({3, 4, 2}, 75), parity_input({2, 4, 2}, 76)});
+  require_parity([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); },
+                 {parity_input({5, 33, 40}, 77), parity_input({5, 40, 31}, 78)});
+}
+
+TEST_CASE("addmm matches the CPU", "[cuda][linalg]") {
+  struct Case {
+    Shape bias;
+    double beta, alpha;
+  };
+  const Case cases[] = {{{2}, 1.0, 1.0},     {{3, 2}, 1.0, 1.0}, {{2}, 0.5, -2.0},
+                        {{3, 2}, 3.0, 0.25}, {{3, 1}, 1.5, 0.5}, {{}, -1.0, 2.0}};
+  uint64_t seed = 80;
+  for (const Case& c : cases) {
+    INFO("bias " << shape_str(c.bias) << " beta " << c.beta << " alpha " << c.alpha);
+    require_parity(
+        [&](const std::vector<Tensor>& in) { return addmm(in[0], in[1], in[2], c.beta, c.alpha); },
+        {parity_input(c.bias, ++seed), parity_input({3, 4}, ++seed), parity_input({4, 2}, ++seed)});
+  }
+  require_parity(
+      [](const std::vector<Tensor>& in) { return addmm(in[0], in[1].t(), in[2].t(), 0.5, 2.0); },
+      {parity_input({2}, 91), parity_input({4, 3}, 92), parity_input({2, 4}, 93)});
+  require_parity([](const std::vector<Tensor>& in) { return addmm(in[0], in[1], in[2]); },
+                 {parity_input({37}, 94), parity_input({70, 50}, 95), parity_input({50, 37}, 96)});
+}
+
+TEST_CASE("softmax and log_softmax match the CPU", "[cuda][softmax]") {
+  const Tensor x = parity_input({3, 4, 5}, 101, -3, 3);
+  for (int64_t dim : {0, 1, -1}) {
+    INFO("dim " << dim);
+    require_parity([&](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, {x});
+    require_parity([&](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); }, {x});
+  }
+  require_parity([](const std::vector<Tensor>& in) { return softmax(in[0].t(), -1); },
+                 {parity_input({5, 3}, 102, -3, 3)});
+  require_parity(
+      [](const std::vector<Tensor>& in) { return log_softmax(in[0].slice(0, 0, 5, 2), 1); },
+      {parity_input({5, 3}, 103, -3, 3)});
+  // Rows longer than a block, many short rows, and a long strided (outer-dim) softmax.
+  for (const Shape& shape : {Shape{3, 5000}, Shape{1000, 7}, Shape{2, 700, 3}}) {
+    INFO(shape_str(shape));
+    const Tensor big = parity_input(shape, 104, -3, 3);
+    require_parity([](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, {big});
+    require_parity([](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, {big});
+  }
+  // A huge logit must not overflow in any dtype (1e4 rounds to 9984 in bf16, same on both).
+  Tensor huge = from_vector(std::vector<float>{1e4f, 0, -1e4f, 1}, {1, 4});
+  huge.set_requires_grad(true);
+  require_parity([](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, {huge});
+  require_parity([](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, {huge});
+}

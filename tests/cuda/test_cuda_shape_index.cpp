@@ -1,0 +1,167 @@
+// CUDA against the CPU reference for views, copies, casts, joining and indexing, in f32,
+// f16 and bf16, forward and backward.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <string>
+
+#include "engine/ops.h"
+#include "tests/cuda/parity_util.h"
+
+using namespace sonata;
+using namespace sonata::testing;
+
+namespace {
+
+struct ViewCase {
+  std::string name;
+  Shape input;
+  std::function<Tensor(const Tensor&)> fn;
+};
+
+// Each result is made contiguous on the device, so the strided copy kernel runs forward and
+// the view's backward (zero-fill + strided copy, or a sum for expand) runs backward.
+std::vector<ViewCase> view_cases() {
+  return {
+      {"view",
+       {2, 3, 4},
+       [](const Tensor& x) {
+         return x.view({6, 4});
+       }},
+      {"reshape of a transposed tensor",
+       {3, 4},
+       [](const Tensor& x) { return x.t().reshape({12}); }},
+      {"permute",
+       {2, 3, 4},
+       [](const Tensor& x) {
+         return x.permute({2, 0, 1}).contiguous();
+       }},
+      {"transpose", {2, 3, 4}, [](const Tensor& x) { return x.transpose(0, 2).contiguous(); }},
+      {"slice with step 2",
+       {5, 4},
+       [](const Tensor& x) { return x.slice(0, 0, 5, 2).contiguous(); }},
+      {"slice of a slice",
+       {6, 4},
+       [](const Tensor& x) { return x.slice(0, 1, 6, 2).slice(1, 1, 4, 2).contiguous(); }},
+      {"select", {3, 4}, [](const Tensor& x) { return x.select(1, 2).contiguous(); }},
+      {"squeeze", {3, 1, 4}, [](const Tensor& x) { return x.squeeze(1); }},
+      {"unsqueeze", {3, 4}, [](const Tensor& x) { return x.unsqueeze(1); }},
+      {"expand",
+       {3, 1},
+       [](const Tensor& x) {
+         return x.expand({2, 3, 4}).contiguous();
+       }},
+      {"flatten of a transposed tensor",
+       {2, 3, 4},
+       [](const Tensor& x) { return x.transpose(0, 1).flatten(0, 1); }},
+      {"clone", {3, 4}, [](const Tensor& x) { return x.clone(); }},
+      {"clone of a strided slice",
+       {6, 4},
+       [](const Tensor& x) { return x.slice(0, 0, 6, 2).clone(); }},
+      {"large permute",
+       {33, 65, 17},
+       [](const Tensor& x) {
+         return x.permute({2, 0, 1}).contiguous();
+       }},
+      {"large expand",
+       {1, 129},
+       [](const Tensor& x) {
+         return x.expand({257, 129}).contiguous();
+       }},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("view ops match the CPU", "[cuda][shape]") {
+  uint64_t seed = 200;
+  for (const ViewCase& c : view_cases()) {
+    INFO(c.name);
+    require_parity([&](const std::vector<Tensor>& in) { return c.fn(in[0]); },
+                   {parity_input(c.input, ++seed)});
+  }
+}
+
+TEST_CASE("casts match the CPU", "[cuda][shape]") {
+  const Tensor x = parity_input({5, 7}, 210, -3, 3);
+  for (DType target : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    INFO("to " << dtype_name(target));
+    require_parity([&](const std::vector<Tensor>& in) { return in[0].to(target); }, {x});
+    require_parity([&](const std::vector<Tensor>& in) { return cast(in[0].t(), target); }, {x});
+  }
+  // Integer and bool casts truncate and test non-zero, without gradient.
+  for (DType target : {DType::i64, DType::i32, DType::boolean}) {
+    INFO("to " << dtype_name(target));
+    require_parity([&](const std::vector<Tensor>& in) { return in[0].to(target).to(DType::f32); },
+                   {x}, false);
+  }
+}
+
+TEST_CASE("cat stack and split match the CPU", "[cuda][shape]") {
+  require_parity([](const std::vector<Tensor>& in) { return cat(in, 0); },
+                 {parity_input({1, 3}, 221), parity_input({2, 3}, 222), parity_input({3, 3}, 223)});
+  require_parity(
+      [](const std::vector<Tensor>& in) {
+        return cat({in[0], in[1].t()}, -1);
+      },
+      {parity_input({3, 2}, 224), parity_input({4, 3}, 225)});
+  require_parity([](const std::vector<Tensor>& in) { return cat(in, 1); },
+                 {parity_input({2, 1, 2}, 226), parity_input({2, 3, 2}, 227, -1, 1, false)});
+  require_parity([](const std::vector<Tensor>& in) { return cat(in, 1); },
+                 {parity_input({63, 100}, 228), parity_input({63, 37}, 229)});
+  for (int64_t dim : {0, 1, 2, -1}) {
+    INFO("stack dim " << dim);
+    require_parity([&](const std::vector<Tensor>& in) { return stack(in, dim); },
+                   {parity_input({2, 3}, 230), parity_input({2, 3}, 231)});
+  }
+  // Only some pieces used downstream: the others' gradients are zero-filled on the device.
+  require_parity(
+      [](const std::vector<Tensor>& in) {
+        const std::vector<Tensor> parts = split(in[0], std::vector<int64_t>{3, 1, 3}, -1);
+        return mul(parts[0], parts[2]);
+      },
+      {parity_input({2, 7}, 232)});
+  require_parity(
+      [](const std::vector<Tensor>& in) {
+        const std::vector<Tensor> parts = split(in[0].t(), 2, 0);
+        return cat({parts[2], parts[0]}, 0);
+      },
+      {parity_input({3, 5}, 233)});
+}
+
+TEST_CASE("index_select gather and scatter_add match the CPU", "[cuda][index]") {
+  const Tensor select_index = index_input({2, 0, 2, 3}, {4});
+  for (int64_t dim : {0, 1}) {
+    INFO("index_select dim " << dim);
+    require_parity([&](const std::vector<Tensor>& in) { return index_select(in[0], dim, in[1]); },
+                   {parity_input({4, 4, 3}, 240), select_index});
+  }
+  require_parity([](const std::vector<Tensor>& in) { return index_select(in[0].t(), -1, in[1]); },
+                 {parity_input({4, 3}, 241), select_index});
+  // Many repeats of few rows: the backward's atomic adds collide.
+  std::vector<int64_t> embedding_rows;
+  for (int64_t i = 0; i < 500; ++i) embedding_rows.push_back((i * 7) % 13);
+  require_parity([](const std::vector<Tensor>& in) { return index_select(in[0], 0, in[1]); },
+                 {parity_input({13, 40}, 242), index_input(embedding_rows, {500})});
+
+  require_parity([](const std::vector<Tensor>& in) { return gather(in[0], 1, in[1]); },
+                 {parity_input({3, 4}, 243), index_input({0, 0, 3, 1, 2, 1, 3, 3, 3}, {3, 3})});
+  require_parity([](const std::vector<Tensor>& in) { return gather(in[0], 0, in[1]); },
+                 {parity_input({4, 3}, 244), index_input({3, 0, 0, 1, 1, 2}, {2, 3})});
+  require_parity([](const std::vector<Tensor>& in) { return gather(in[0].t(), 1, in[1]); },
+                 {parity_input({4, 3}, 245), index_input({0, 3, 3, 2, 1, 0}, {3, 2})});
+
+  require_parity([](const std::vector<Tensor>& in) { return scatter_add(in[0], 0, in[2], in[1]); },
+                 {parity_input({3, 2}, 246), parity_input({4, 2}, 247),
+                  index_input({0, 2, 2, 2, 0, 1, 2, 0}, {4, 2})});
+  require_parity(
+      [](const std::vector<Tensor>& in) { return scatter_add(in[0], -1, in[2], in[1].t()); },
+      {parity_input({2, 5}, 248), parity_input({3, 2}, 249),
+       index_input({4, 4, 0, 1, 2, 4}, {2, 3})});
+  // Larger: every target of a row receives four sources, added by colliding atomics.
+  std::vector<int64_t> targets;
+  for (int64_t i = 0; i < 16 * 256; ++i) targets.push_back((i * 5) % 64);
+  require_parity(
+      [](const std::vector<Tensor>& in) { return scatter_add(in[0], 1, in[2], in[1]); },
+      {parity_input({16, 64}, 250), parity_input({16, 256}, 251), index_input(targets, {16, 256})});
+}
