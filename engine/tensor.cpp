@@ -430,6 +430,22 @@ Tensor Tensor::detach() const {
   return Tensor(impl_copy);
 }
 
+void Tensor::set_data(const Tensor& source) {
+  SONATA_CHECK(source.defined(), "set_data: the source is undefined");
+  SONATA_CHECK(!requires_grad() || is_floating(source.dtype()),
+               "set_data: a tensor that requires grad needs floating-point data, not ",
+               dtype_name(source.dtype()));
+  TensorImpl& self = impl();
+  self.storage = source.storage();
+  self.shape = source.shape();
+  self.strides = source.strides();
+  self.offset = source.offset();
+  self.dtype = source.dtype();
+  const auto& grad = self.autograd.grad;
+  if (grad && (grad->shape() != shape() || grad->dtype() != dtype() || grad->device() != device()))
+    self.autograd.grad = nullptr;
+}
+
 void Tensor::register_grad_ready_hook(GradReadyHook hook) {
   SONATA_CHECK(is_leaf() && requires_grad(),
                "register_grad_ready_hook: only leaves that require grad have grad-ready hooks");

@@ -125,6 +125,10 @@ class Tensor {
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
   Tensor detach() const;  // same data, no history
   void register_grad_ready_hook(GradReadyHook hook);
+  // Points this tensor at `source`'s data, shape and dtype, keeping its identity and
+  // autograd flags (Module::to, loading weights): every copy of the handle sees the change.
+  // The gradient is dropped if it no longer matches.
+  void set_data(const Tensor& source);
 
   std::string to_string() const;  // shape, dtype, device and (abridged) values
   TensorImpl& impl() const;
