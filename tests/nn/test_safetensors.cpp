@@ -1,0 +1,131 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <unistd.h>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/io/safetensors.h"
+#include "engine/ops.h"
+
+using namespace sonata;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::string("/tmp/sonata_test_") + std::to_string(::getpid()) + "_" + name);
+}
+
+// A file built byte by byte from the format's specification, independently of the writer.
+std::vector<uint8_t> spec_file(const std::string& header, const std::vector<uint8_t>& data) {
+  std::vector<uint8_t> bytes(8);
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) bytes[i] = uint8_t(n >> (8 * i));
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  bytes.insert(bytes.end(), data.begin(), data.end());
+  return bytes;
+}
+
+std::vector<uint8_t> float_bytes(std::vector<float> values) {
+  std::vector<uint8_t> out(values.size() * 4);
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+std::string parse_error(const std::vector<uint8_t>& bytes) {
+  try {
+    parse_safetensors(bytes.data(), bytes.size(), "bad.safetensors");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("safetensors reads a file laid out by the specification", "[io][safetensors]") {
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"b":{"dtype":"I64","shape":[1],"data_offsets":[16,24]},)"
+      R"("a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})";
+  std::vector<uint8_t> data = float_bytes({1.0f, -2.0f, 3.5f, 0.25f});
+  const int64_t seven = 7;
+  data.insert(data.end(), reinterpret_cast<const uint8_t*>(&seven),
+              reinterpret_cast<const uint8_t*>(&seven) + 8);
+  const std::vector<uint8_t> bytes = spec_file(header, data);
+  const SafetensorsContents contents = parse_safetensors(bytes.data(), bytes.size(), "spec");
+  REQUIRE(contents.tensors.size() == 2);
+  CHECK(contents.tensors[0].first == "a");  // in data order
+  CHECK(contents.tensors[0].second.shape() == Shape{2, 2});
+  CHECK(contents.tensors[0].second.to_vector<float>() == std::vector<float>{1.0f, -2.0f, 3.5f, 0.25f});
+  CHECK(contents.tensors[1].second.dtype() == DType::i64);
+  CHECK(contents.tensors[1].second.item() == 7);
+  CHECK(contents.metadata.at("format") == "pt");
+}
+
+TEST_CASE("safetensors round-trips every dtype and metadata", "[io][safetensors]") {
+  NamedTensors tensors;
+  const Tensor base = arange(0, 6, 1, TensorOptions{}.with(DType::f64)).reshape({2, 3});
+  for (DType dtype : kAllDTypes) tensors.emplace_back(std::string(dtype_name(dtype)), base.to(dtype));
+  tensors.emplace_back("empty", zeros({0, 4}));
+  tensors.emplace_back("scalar", full({}, 2.5));
+  tensors.emplace_back("strided", base.t());  // written contiguous
+  const std::string path = temp_path("roundtrip.safetensors");
+  save_safetensors(path, tensors, {{"model", "vgg19_bn"}});
+  const SafetensorsContents back = load_safetensors(path);
+  std::remove(path.c_str());
+  REQUIRE(back.tensors.size() == tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    INFO(tensors[i].first);
+    CHECK(back.tensors[i].first == tensors[i].first);
+    CHECK(back.tensors[i].second.dtype() == tensors[i].second.dtype());
+    CHECK(back.tensors[i].second.shape() == tensors[i].second.shape());
+    CHECK(back.tensors[i].second.to_vector<double>() == tensors[i].second.to_vector<double>());
+  }
+  CHECK(back.metadata.at("model") == "vgg19_bn");
+}
+
+TEST_CASE("safetensors refuses damaged files with one clear error", "[io][safetensors]") {
+  const std::vector<uint8_t> good = spec_file(
+      R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", float_bytes({1, 2}));
+  CHECK_THAT(parse_error(std::vector<uint8_t>(good.begin(), good.begin() + 5)),
+             Catch::Contains("no header"));
+  CHECK_THAT(parse_error(std::vector<uint8_t>(good.begin(), good.end() - 1)),
+             Catch::Contains("outside the 7 bytes"));
+  std::vector<uint8_t> huge_header = good;
+  huge_header[6] = 0xff;
+  CHECK_THAT(parse_error(huge_header), Catch::Contains("runs past the end"));
+  CHECK_THAT(parse_error(spec_file(R"({"w":{"dtype":"F32",)", {})), Catch::Contains("not valid JSON"));
+  CHECK_THAT(parse_error(spec_file(R"([1,2])", {})), Catch::Contains("not a JSON object"));
+  CHECK_THAT(parse_error(spec_file(R"({"w":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})",
+                                   {0})),
+             Catch::Contains("'F8_E4M3'"));
+  CHECK_THAT(parse_error(spec_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
+                                   float_bytes({1, 2}))),
+             Catch::Contains("needs 12"));
+  CHECK_THAT(parse_error(spec_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})",
+                                   float_bytes({1, 2}))),
+             Catch::Contains("outside"));
+  CHECK_THAT(parse_error(spec_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                   R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                   float_bytes({1, 2}))),
+             Catch::Contains("overlap"));
+  CHECK_THAT(parse_error(spec_file(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,8]}})",
+                                   float_bytes({1, 2}))),
+             Catch::Contains("not a size"));
+  CHECK_THAT(parse_error(spec_file(
+                 R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
+                 float_bytes({1, 2}))),
+             Catch::Contains("larger than the file"));
+  CHECK_THAT(parse_error(spec_file(R"({"w":{"dtype":"F32","shape":[2]}})", float_bytes({1, 2}))),
+             Catch::Contains("two data_offsets"));
+}
+
+TEST_CASE("a failed save leaves no file and names the path", "[io][safetensors]") {
+  CHECK_THROWS_WITH(save_safetensors("/nonexistent-dir/x.safetensors", {{"w", zeros({1})}}),
+                    Catch::Contains("/nonexistent-dir/x.safetensors.tmp"));
+  CHECK_THROWS_WITH(load_safetensors("/nonexistent-dir/x.safetensors"),
+                    Catch::Contains("cannot open"));
+}
