@@ -1,0 +1,70 @@
+// conv2d on CUDA (cuDNN) against the CPU reference (im2col + OpenBLAS) in f32, f16 and bf16,
+// forward and backward, over the shapes VGG19_BN and DeepSpeech2 use.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "engine/ops/conv.h"
+#include "tests/cuda/parity_util.h"
+
+using namespace sonata;
+using namespace sonata::testing;
+
+namespace {
+
+struct ConvCase {
+  std::string name;
+  Shape x, weight;
+  Conv2dParams params;
+  bool bias;
+};
+
+// Weights stay small (|w| <= 0.25) so that sums of hundreds of products keep fp32's rounding
+// well inside the f32 tolerance even where the output is near zero.
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"3x3 plain", {2, 3, 6, 7}, {4, 3, 3, 3}, {}, true},
+      {"VGG 3x3 padding 1", {2, 16, 12, 12}, {16, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}}, true},
+      {"VGG first layer, 3 channels", {2, 3, 16, 16}, {8, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}}, true},
+      {"3x3 stride 2 padding 1", {2, 4, 9, 8}, {8, 4, 3, 3}, {{2, 2}, {1, 1}, {1, 1}}, true},
+      {"dilation 2", {1, 4, 9, 10}, {4, 4, 3, 2}, {{1, 1}, {2, 1}, {2, 2}}, true},
+      {"DeepSpeech2 11x41", {2, 1, 21, 60}, {8, 1, 11, 41}, {{2, 2}, {5, 20}, {1, 1}}, true},
+      {"DeepSpeech2 21x11", {1, 8, 11, 30}, {8, 8, 21, 11}, {{2, 1}, {10, 5}, {1, 1}}, true},
+      {"1x1 without bias", {2, 8, 5, 5}, {16, 8, 1, 1}, {}, false},
+  };
+}
+
+ParityFunction conv_of(const Conv2dParams& params) {
+  return [params](const std::vector<Tensor>& in) {
+    return conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), params);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("conv2d matches the CPU", "[cuda][conv]") {
+  uint64_t seed = 900;
+  for (const ConvCase& c : conv_cases()) {
+    INFO(c.name);
+    std::vector<Tensor> inputs{parity_input(c.x, ++seed),
+                               parity_input(c.weight, ++seed, -0.25, 0.25)};
+    if (c.bias) inputs.push_back(parity_input({c.weight[0]}, ++seed));
+    require_parity(conv_of(c.params), inputs);
+    // Twice: the second call runs on the cached algorithms.
+    require_parity(conv_of(c.params), inputs);
+  }
+}
+
+TEST_CASE("conv2d on CUDA when only some inputs require gradients", "[cuda][conv]") {
+  const Conv2dParams params{{1, 1}, {1, 1}, {1, 1}};
+  const Tensor x = parity_input({2, 4, 8, 8}, 950, -1, 1, false);
+  const Tensor frozen_w = parity_input({8, 4, 3, 3}, 951, -0.25, 0.25, false);
+  // The weight (and bias) alone, as for VGG's first layer.
+  require_parity(conv_of(params),
+                 {x, parity_input({8, 4, 3, 3}, 952, -0.25, 0.25), parity_input({8}, 953)});
+  // The bias alone: its gradient is then a plain sum over grad_y.
+  require_parity(conv_of(params), {x, frozen_w, parity_input({8}, 954)});
+  // The input alone.
+  require_parity(conv_of(params), {parity_input({2, 4, 8, 8}, 955), frozen_w});
+}

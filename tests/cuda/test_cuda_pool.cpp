@@ -1,0 +1,94 @@
+// max_pool2d and adaptive_avg_pool2d on CUDA against the CPU reference in f32, f16 and bf16:
+// values, indices and gradients.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/ops/pool.h"
+#include "tests/cuda/parity_util.h"
+
+using namespace sonata;
+using namespace sonata::testing;
+
+namespace {
+
+using Pair = std::array<int64_t, 2>;
+
+struct MaxPoolCase {
+  std::string name;
+  Shape x;
+  Pair kernel, stride, padding, dilation;
+  bool ceil_mode;
+};
+
+std::vector<MaxPoolCase> max_pool_cases() {
+  return {
+      {"VGG 2x2 stride 2", {2, 16, 32, 32}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false},
+      {"2x2 stride 2 on odd sizes", {1, 3, 7, 9}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false},
+      {"3x3 stride 2 padding 1", {2, 4, 9, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+      {"overlapping 3x2 stride 1", {1, 3, 6, 7}, {3, 2}, {1, 1}, {0, 1}, {1, 1}, false},
+      {"dilation", {1, 2, 9, 10}, {3, 2}, {2, 1}, {1, 0}, {2, 3}, false},
+      {"ceil mode", {1, 2, 5, 7}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, true},
+      {"ceil mode with padding", {2, 2, 6, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("max_pool2d matches the CPU", "[cuda][pool]") {
+  uint64_t seed = 1000;
+  for (const MaxPoolCase& c : max_pool_cases()) {
+    INFO(c.name);
+    const Tensor x = parity_input(c.x, ++seed);
+    require_parity(
+        [&](const std::vector<Tensor>& in) {
+          return max_pool2d(in[0], c.kernel, c.stride, c.padding, c.dilation, c.ceil_mode).first;
+        },
+        {x});
+    // The indices must be identical: both sides see the same rounded values and keep the
+    // first maximum.
+    require_parity(
+        [&](const std::vector<Tensor>& in) {
+          return max_pool2d(in[0], c.kernel, c.stride, c.padding, c.dilation, c.ceil_mode).second;
+        },
+        {x}, false);
+  }
+}
+
+TEST_CASE("max_pool2d on CUDA propagates NaN like the CPU", "[cuda][pool]") {
+  std::vector<float> values(2 * 1 * 4 * 4);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i % 5) * 0.25f;
+  values[5] = std::numeric_limits<float>::quiet_NaN();
+  values[21] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = from_vector(values, {2, 1, 4, 4});
+  for (Pair kernel : {Pair{2, 2}, Pair{3, 3}}) {
+    INFO("kernel " << kernel[0]);
+    const Pair stride{2, 2}, padding = kernel[0] == 2 ? Pair{0, 0} : Pair{1, 1};
+    require_parity(
+        [&](const std::vector<Tensor>& in) {
+          return max_pool2d(in[0], kernel, stride, padding).first;
+        },
+        {x}, false);
+    require_parity(
+        [&](const std::vector<Tensor>& in) {
+          return max_pool2d(in[0], kernel, stride, padding).second;
+        },
+        {x}, false);
+  }
+}
+
+TEST_CASE("adaptive_avg_pool2d matches the CPU", "[cuda][pool]") {
+  const std::vector<std::pair<Shape, Pair>> cases{{{2, 3, 4, 4}, {7, 7}},   {{2, 3, 7, 7}, {3, 3}},
+                                                  {{1, 4, 5, 5}, {2, 2}},   {{1, 2, 6, 9}, {4, 5}},
+                                                  {{2, 8, 14, 14}, {7, 7}}, {{2, 8, 7, 7}, {7, 7}},
+                                                  {{2, 4, 5, 3}, {1, 1}}};
+  uint64_t seed = 1100;
+  for (const auto& [shape, out] : cases) {
+    INFO(shape_str(shape) << " -> " << out[0] << "x" << out[1]);
+    require_parity([&](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], out); },
+                   {parity_input(shape, ++seed)});
+  }
+}

@@ -1,0 +1,202 @@
+// conv2d against an independent direct convolution written here in plain loops, float64
+// gradient checks of x, weight and bias over the shapes VGG19_BN and DeepSpeech2 use, the
+// kernels' batch chunking, and the error messages.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "engine/ops/conv.h"
+#include "kernels/cpu/conv.h"
+#include "tests/ops/op_test_util.h"
+
+using namespace sonata;
+using namespace sonata::testing;
+
+namespace {
+
+struct ConvCase {
+  const char* name;
+  Shape x, weight;
+  Conv2dParams params;
+  bool bias;
+};
+
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"3x3 plain", {2, 3, 5, 6}, {4, 3, 3, 3}, {}, true},
+      {"3x3 stride 2 padding 1", {2, 2, 7, 6}, {3, 2, 3, 3}, {{2, 2}, {1, 1}, {1, 1}}, true},
+      {"dilation 2", {1, 2, 7, 8}, {2, 2, 3, 2}, {{1, 1}, {2, 1}, {2, 2}}, true},
+      {"mixed stride and dilation", {2, 2, 9, 7}, {3, 2, 2, 3}, {{2, 1}, {0, 2}, {1, 3}}, true},
+      // DeepSpeech2's first layer: (11, 41) kernel, stride 2, padding (5, 20), on a tiny input.
+      {"DeepSpeech2 11x41", {1, 1, 13, 45}, {2, 1, 11, 41}, {{2, 2}, {5, 20}, {1, 1}}, true},
+      {"1x1 without bias", {2, 4, 3, 3}, {5, 4, 1, 1}, {}, false},
+      {"kernel as large as the padded input",
+       {1, 2, 3, 4},
+       {2, 2, 5, 4},
+       {{1, 1}, {1, 0}, {1, 1}},
+       false},
+  };
+}
+
+// The direct definition: y[n, o, i, j] = b[o] + sum_{c, p, q} x[n, c, i*s - pad + p*d, ...]
+// * w[o, c, p, q], padding reading as zero.
+std::vector<double> direct_conv2d(const std::vector<double>& x, const Shape& xs,
+                                  const std::vector<double>& w, const Shape& ws,
+                                  const std::vector<double>& b, const Conv2dParams& p,
+                                  Shape& out_shape) {
+  const int64_t n = xs[0], c_in = xs[1], h = xs[2], wd = xs[3];
+  const int64_t c_out = ws[0], kh = ws[2], kw = ws[3];
+  const int64_t h_out = (h + 2 * p.padding[0] - p.dilation[0] * (kh - 1) - 1) / p.stride[0] + 1;
+  const int64_t w_out = (wd + 2 * p.padding[1] - p.dilation[1] * (kw - 1) - 1) / p.stride[1] + 1;
+  out_shape = {n, c_out, h_out, w_out};
+  std::vector<double> y(size_t(n * c_out * h_out * w_out));
+  for (int64_t b0 = 0; b0 < n; ++b0)
+    for (int64_t o = 0; o < c_out; ++o)
+      for (int64_t i = 0; i < h_out; ++i)
+        for (int64_t j = 0; j < w_out; ++j) {
+          double total = b.empty() ? 0.0 : b[size_t(o)];
+          for (int64_t c = 0; c < c_in; ++c)
+            for (int64_t q = 0; q < kh; ++q)
+              for (int64_t r = 0; r < kw; ++r) {
+                const int64_t ih = i * p.stride[0] - p.padding[0] + q * p.dilation[0];
+                const int64_t iw = j * p.stride[1] - p.padding[1] + r * p.dilation[1];
+                if (ih < 0 || ih >= h || iw < 0 || iw >= wd) continue;
+                total += x[size_t(flat_index(xs, {b0, c, ih, iw}))] *
+                         w[size_t(flat_index(ws, {o, c, q, r}))];
+              }
+          y[size_t(flat_index(out_shape, {b0, o, i, j}))] = total;
+        }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d equals the direct convolution", "[ops][conv]") {
+  uint64_t seed = 700;
+  for (const ConvCase& c : conv_cases()) {
+    INFO(c.name);
+    const Tensor x = grad_input(c.x, ++seed).detach();
+    const Tensor w = grad_input(c.weight, ++seed).detach();
+    const Tensor b = c.bias ? grad_input({c.weight[0]}, ++seed).detach() : Tensor();
+    Shape expected_shape;
+    const std::vector<double> expected =
+        direct_conv2d(values_of(x), c.x, values_of(w), c.weight,
+                      c.bias ? values_of(b) : std::vector<double>{}, c.params, expected_shape);
+    const Tensor y = conv2d(x, w, b, c.params);
+    REQUIRE(y.shape() == expected_shape);
+    const std::vector<double> got = values_of(y);
+    const Tensor y32 =
+        conv2d(x.to(DType::f32), w.to(DType::f32), c.bias ? b.to(DType::f32) : Tensor(), c.params);
+    const std::vector<double> got32 = values_of(y32);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      CHECK(got[i] == Approx(expected[i]).epsilon(1e-12).margin(1e-12));
+      CHECK(got32[i] == Approx(expected[i]).epsilon(1e-5).margin(1e-5));
+    }
+  }
+}
+
+TEST_CASE("conv2d gradients of input, weight and bias", "[ops][conv][grad]") {
+  uint64_t seed = 720;
+  for (const ConvCase& c : conv_cases()) {
+    INFO(c.name);
+    std::vector<Tensor> inputs{grad_input(c.x, ++seed), grad_input(c.weight, ++seed)};
+    if (c.bias) inputs.push_back(grad_input({c.weight[0]}, ++seed));
+    const Conv2dParams params = c.params;
+    require_gradients(
+        [&](const std::vector<Tensor>& in) {
+          return conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), params);
+        },
+        inputs);
+  }
+}
+
+TEST_CASE("conv2d gradients when only some inputs require them", "[ops][conv][grad]") {
+  const Tensor x = grad_input({2, 2, 5, 5}, 740);
+  const Tensor w = grad_input({3, 2, 3, 3}, 741);
+  const Tensor b = grad_input({3}, 742);
+  const Conv2dParams params{{2, 2}, {1, 1}, {1, 1}};
+  // Bias alone (the weight frozen), then the input alone (the first layer's case reversed).
+  require_gradients(
+      [&](const std::vector<Tensor>& in) { return conv2d(x.detach(), w.detach(), in[0], params); },
+      {b});
+  require_gradients(
+      [&](const std::vector<Tensor>& in) { return conv2d(in[0], w.detach(), Tensor(), params); },
+      {x});
+  Tensor frozen_x = x.detach();
+  Tensor weight = w.detach().set_requires_grad(true);
+  conv2d(frozen_x, weight, Tensor(), params).backward(ones({2, 3, 3, 3}, f64_options()));
+  CHECK(weight.grad().defined());
+}
+
+TEST_CASE("conv2d of non-contiguous inputs and an empty batch", "[ops][conv][grad]") {
+  const Tensor x = grad_input({5, 3, 2, 4}, 750);  // used as [3, 5, 4, 2] via permute
+  const Tensor w = grad_input({2, 5, 2, 2}, 751);
+  require_gradients(
+      [](const std::vector<Tensor>& in) {
+        return conv2d(in[0].permute({1, 0, 3, 2}), in[1]);
+      },
+      {x, w});
+
+  Tensor empty_x = zeros({0, 2, 4, 4}, f64_options().grad());
+  Tensor weight = grad_input({3, 2, 3, 3}, 752);
+  Tensor bias = grad_input({3}, 753);
+  const Tensor y = conv2d(empty_x, weight, bias);
+  CHECK(y.shape() == Shape{0, 3, 2, 2});
+  sum(y).backward();
+  CHECK(values_of(weight.grad()) == std::vector<double>(54, 0.0));
+  CHECK(values_of(bias.grad()) == std::vector<double>(3, 0.0));
+}
+
+TEST_CASE("conv2d kernels give the same result in one chunk and in many", "[ops][conv]") {
+  // The engine sizes the workspace for the whole batch here; a one-image workspace makes the
+  // kernels loop over chunks, accumulating the weight and bias gradients across them.
+  kernels::Conv2dShape s;
+  s.n = 3, s.c_in = 2, s.h = 6, s.w = 5, s.c_out = 4, s.kh = 3, s.kw = 2;
+  s.stride_h = 2, s.pad_h = 1, s.pad_w = 1, s.dil_w = 2;
+  s.h_out = (6 + 2 - 2 - 1) / 2 + 1;
+  s.w_out = (5 + 2 - 2 - 1) / 1 + 1;
+  const Tensor x = grad_input({s.n, s.c_in, s.h, s.w}, 760).detach();
+  const Tensor w = grad_input({s.c_out, s.c_in, s.kh, s.kw}, 761).detach();
+  const Tensor gy = grad_input({s.n, s.c_out, s.h_out, s.w_out}, 762).detach();
+  const size_t whole =
+      kernels::cpu::conv2d_workspace_bytes(DType::f64, s, kernels::ConvPass::forward);
+  const size_t one_image = whole / size_t(s.n);
+  std::vector<std::vector<double>> results;
+  for (size_t bytes : {whole, one_image}) {
+    std::vector<char> workspace(bytes);
+    Tensor y = empty(gy.shape(), f64_options()), gx = empty(x.shape(), f64_options());
+    Tensor gw = empty(w.shape(), f64_options()), gb = empty({s.c_out}, f64_options());
+    kernels::cpu::conv2d_forward(DType::f64, s, x.data_ptr(), w.data_ptr(), nullptr, y.data_ptr(),
+                                 workspace.data(), bytes);
+    kernels::cpu::conv2d_backward_input(DType::f64, s, gy.data_ptr(), w.data_ptr(), gx.data_ptr(),
+                                        workspace.data(), bytes);
+    kernels::cpu::conv2d_backward_weight(DType::f64, s, gy.data_ptr(), x.data_ptr(), gw.data_ptr(),
+                                         gb.data_ptr(), workspace.data(), bytes);
+    std::vector<double> all;
+    for (const Tensor& t : {y, gx, gw, gb})
+      for (double v : values_of(t)) all.push_back(v);
+    results.push_back(all);
+  }
+  REQUIRE(results[0].size() == results[1].size());
+  for (size_t i = 0; i < results[0].size(); ++i)
+    CHECK(results[1][i] == Approx(results[0][i]).epsilon(1e-13).margin(1e-13));
+}
+
+TEST_CASE("conv2d names the bad input", "[ops][conv][errors]") {
+  const Tensor x = zeros({1, 3, 8, 8}, f64_options());
+  const Tensor w = zeros({4, 3, 3, 3}, f64_options());
+  CHECK_THROWS_WITH(conv2d(x, zeros({4, 2, 3, 3}, f64_options())),
+                    Catch::Contains("input has 3 channels") && Catch::Contains("expects 2"));
+  CHECK_THROWS_WITH(conv2d(x, zeros({4, 3, 11, 3}, f64_options())),
+                    Catch::Contains("larger than the padded input 8x8"));
+  CHECK_NOTHROW(conv2d(x, zeros({4, 3, 10, 3}, f64_options()), Tensor(), {{1, 1}, {1, 0}, {1, 1}}));
+  CHECK_THROWS_WITH(conv2d(x, w.to(DType::f32)),
+                    Catch::Contains("input is f64") && Catch::Contains("parameter is f32"));
+  CHECK_THROWS_WITH(conv2d(x, w, zeros({3}, f64_options())),
+                    Catch::Contains("bias [3] does not match the 4 output channels"));
+  CHECK_THROWS_WITH(conv2d(zeros({3, 8, 8}, f64_options()), w),
+                    Catch::Contains("input must be 4-D"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), {{0, 1}, {0, 0}, {1, 1}}),
+                    Catch::Contains("stride (0, 1) must be positive"));
+  CHECK_THROWS_WITH(conv2d(x.to(DType::i64), w.to(DType::i64)), Catch::Contains("floating-point"));
+}
