@@ -21,11 +21,11 @@ std::string temp_path(const std::string& name) {
 
 // A file built byte by byte from the format's specification, independently of the writer.
 std::vector<uint8_t> spec_file(const std::string& header, const std::vector<uint8_t>& data) {
-  std::vector<uint8_t> bytes(8);
+  std::vector<uint8_t> bytes(8 + header.size() + data.size());
   const uint64_t n = header.size();
   for (int i = 0; i < 8; ++i) bytes[i] = uint8_t(n >> (8 * i));
-  bytes.insert(bytes.end(), header.begin(), header.end());
-  bytes.insert(bytes.end(), data.begin(), data.end());
+  std::memcpy(bytes.data() + 8, header.data(), header.size());
+  if (!data.empty()) std::memcpy(bytes.data() + 8 + header.size(), data.data(), data.size());
   return bytes;
 }
 

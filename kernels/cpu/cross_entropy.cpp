@@ -1,0 +1,120 @@
+// Cross entropy on the CPU: one position (a line of `classes` scores, stride `inner`) per
+// OpenMP iteration, in double.
+#include "kernels/cpu/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "base/nvtx.h"
+#include "kernels/cpu/dispatch.h"
+
+namespace sonata::kernels::cpu {
+namespace {
+
+template <typename T>
+using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <typename T>
+double class_weight(const void* weight, int64_t c) {
+  return weight ? double(static_cast<const stat_t<T>*>(weight)[c]) : 1.0;
+}
+
+template <typename T>
+double weight_total(const void* weight, int64_t classes) {
+  double total = 0;
+  for (int64_t c = 0; c < classes; ++c) total += class_weight<T>(weight, c);
+  return total;
+}
+
+bool parallel_worth_it(int64_t positions, int64_t classes) {
+  return positions > 1 && positions * classes >= (1 << 14);
+}
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace
+
+void cross_entropy_forward(DType dtype, const void* scores, const int64_t* target,
+                           const void* weight, int64_t outer, int64_t classes, int64_t inner,
+                           int64_t ignore_index, double label_smoothing, bool normalize, void* loss,
+                           void* target_weight, void* log_sum_exp) {
+  SONATA_NVTX_RANGE("sonata::cpu::cross_entropy_forward");
+  dispatch_float(dtype, "cross_entropy_forward", [&]<typename T>() {
+    using S = stat_t<T>;
+    const T* all = static_cast<const T*>(scores);
+    const int64_t positions = outer * inner;
+    const double s = label_smoothing;
+#pragma omp parallel for schedule(static) if (parallel_worth_it(positions, classes))
+    for (int64_t at = 0; at < positions; ++at) {
+      const T* z = all + (at / inner) * classes * inner + at % inner;
+      double lse = 0;
+      if (normalize) {
+        double peak = -std::numeric_limits<double>::infinity();
+        for (int64_t c = 0; c < classes; ++c) peak = std::max(peak, double(z[c * inner]));
+        if (std::isinf(peak) && peak < 0) peak = 0;
+        double total = 0;
+        for (int64_t c = 0; c < classes; ++c) total += std::exp(double(z[c * inner]) - peak);
+        lse = peak + std::log(total);
+      }
+      static_cast<S*>(log_sum_exp)[at] = S(lse);
+      const int64_t t = target[at];
+      double value = 0, w_t = 0;
+      if (t != ignore_index && (t < 0 || t >= classes)) {
+        value = w_t = kNaN;
+      } else if (t != ignore_index) {
+        w_t = class_weight<T>(weight, t);
+        value = (1 - s) * -w_t * (double(z[t * inner]) - lse);
+        if (s > 0) {
+          double smooth = 0;
+          for (int64_t c = 0; c < classes; ++c)
+            smooth -= class_weight<T>(weight, c) * (double(z[c * inner]) - lse);
+          value += s / double(classes) * smooth;
+        }
+      }
+      static_cast<S*>(loss)[at] = S(value);
+      static_cast<S*>(target_weight)[at] = S(w_t);
+    }
+  });
+}
+
+void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scores,
+                            const int64_t* target, const void* weight, const void* log_sum_exp,
+                            int64_t outer, int64_t classes, int64_t inner, int64_t ignore_index,
+                            double label_smoothing, bool normalize, void* grad_scores) {
+  SONATA_NVTX_RANGE("sonata::cpu::cross_entropy_backward");
+  dispatch_float(dtype, "cross_entropy_backward", [&]<typename T>() {
+    using S = stat_t<T>;
+    const T* all = static_cast<const T*>(scores);
+    T* grad_all = static_cast<T*>(grad_scores);
+    const int64_t positions = outer * inner;
+    const double s = label_smoothing, smooth_share = s / double(classes);
+    const double all_weights = weight_total<T>(weight, classes);
+#pragma omp parallel for schedule(static) if (parallel_worth_it(positions, classes))
+    for (int64_t at = 0; at < positions; ++at) {
+      const int64_t line = (at / inner) * classes * inner + at % inner;
+      const T* z = all + line;
+      T* gz = grad_all + line;
+      const int64_t t = target[at];
+      if (t == ignore_index) {
+        for (int64_t c = 0; c < classes; ++c) gz[c * inner] = T(0);
+        continue;
+      }
+      const bool valid = t >= 0 && t < classes;
+      const double g = valid ? double(static_cast<const S*>(grad_loss)[at]) : kNaN;
+      const double w_t = valid ? class_weight<T>(weight, t) : kNaN;
+      const double lse = double(static_cast<const S*>(log_sum_exp)[at]);
+      // The softmax term collects every class's share of the target distribution's weight.
+      const double p_coefficient = normalize ? (1 - s) * w_t + smooth_share * all_weights : 0;
+      for (int64_t c = 0; c < classes; ++c) {
+        const double p = normalize ? std::exp(double(z[c * inner]) - lse) : 0;
+        const double hit = c == t ? (1 - s) * w_t : 0;
+        gz[c * inner] =
+            T(g * (p * p_coefficient - hit - smooth_share * class_weight<T>(weight, c)));
+      }
+    }
+  });
+}
+
+}  // namespace sonata::kernels::cpu

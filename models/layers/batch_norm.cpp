@@ -1,0 +1,43 @@
+#include "models/layers/batch_norm.h"
+
+#include "engine/autograd/grad_mode.h"
+#include "engine/ops.h"
+
+namespace sonata {
+
+BatchNorm::BatchNorm(int64_t num_features, double eps, double momentum, bool affine,
+                     bool track_running_stats)
+    : eps_(eps), momentum_(momentum) {
+  if (affine) {
+    weight_ = register_parameter("weight", ones({num_features}));
+    bias_ = register_parameter("bias", zeros({num_features}));
+  }
+  if (track_running_stats) {
+    running_mean_ = register_buffer("running_mean", zeros({num_features}));
+    running_var_ = register_buffer("running_var", ones({num_features}));
+    num_batches_tracked_ =
+        register_buffer("num_batches_tracked", zeros({}, TensorOptions{}.with(DType::i64)));
+  }
+}
+
+BatchNormOptions BatchNorm::options_for_step() {
+  // Eval uses running statistics only when they are tracked, as torch does.
+  const bool use_batch_stats = is_training() || !running_mean_.defined();
+  if (is_training() && num_batches_tracked_.defined()) {
+    NoGradGuard no_grad;
+    num_batches_tracked_.add_(ones({}, num_batches_tracked_.options()));
+  }
+  return {use_batch_stats, momentum_, eps_};
+}
+
+Tensor BatchNorm::forward(const Tensor& x) {
+  const BatchNormOptions options = options_for_step();
+  return batch_norm(x, weight_, bias_, running_mean_, running_var_, options);
+}
+
+Tensor BatchNorm::forward_relu(const Tensor& x) {
+  const BatchNormOptions options = options_for_step();
+  return batch_norm_relu(x, weight_, bias_, running_mean_, running_var_, options);
+}
+
+}  // namespace sonata

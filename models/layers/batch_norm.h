@@ -1,0 +1,24 @@
+#pragma once
+#include "engine/nn/module.h"
+#include "engine/ops/batch_norm.h"
+
+namespace sonata {
+
+// torch.nn.BatchNorm1d / BatchNorm2d: weight 1, bias 0, running_mean 0, running_var 1,
+// num_batches_tracked (i64) counted in training; momentum 0.1, eps 1e-5.
+class BatchNorm : public Module {
+ public:
+  explicit BatchNorm(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
+                     bool affine = true, bool track_running_stats = true);
+  Tensor forward(const Tensor& x) override;
+  // relu(forward(x)) in one fused pass.
+  Tensor forward_relu(const Tensor& x);
+
+ private:
+  BatchNormOptions options_for_step();
+
+  double eps_, momentum_;
+  Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
+};
+
+}  // namespace sonata

@@ -1,0 +1,97 @@
+#include "models/vgg.h"
+
+#include <cmath>
+
+#include "base/error.h"
+#include "models/layers/batch_norm.h"
+#include "models/layers/conv2d.h"
+#include "models/layers/init.h"
+#include "models/layers/linear.h"
+#include "models/layers/simple.h"
+
+namespace sonata {
+namespace {
+
+// Configuration "E": channel counts, 0 marks a 2x2 max pool.
+constexpr int64_t kVgg19[] = {64,  64,  0,   128, 128, 0,   256, 256, 256, 256, 0,
+                              512, 512, 512, 512, 0,   512, 512, 512, 512, 0};
+
+int64_t scaled(int64_t channels, double width) {
+  return std::max<int64_t>(1, int64_t(std::lround(double(channels) * width)));
+}
+
+}  // namespace
+
+Vgg::Vgg(const VggOptions& options) : options_(options) {
+  SONATA_CHECK(options.num_classes > 0, "vgg19_bn: --num-classes must be positive");
+  SONATA_CHECK(options.in_channels > 0, "vgg19_bn: --in-channels must be positive");
+  SONATA_CHECK(options.width > 0, "vgg19_bn: --width must be positive");
+  SONATA_CHECK(options.dropout >= 0 && options.dropout < 1, "vgg19_bn: --dropout must be in [0, 1)");
+  features_ = register_module("features", std::make_shared<Sequential>());
+  int64_t channels = options.in_channels;
+  for (int64_t entry : kVgg19) {
+    if (entry == 0) {
+      features_->push_back(std::make_shared<MaxPool2d>(std::array<int64_t, 2>{2, 2},
+                                                       std::array<int64_t, 2>{2, 2}));
+      continue;
+    }
+    const int64_t out = scaled(entry, options.width);
+    auto conv = std::make_shared<Conv2d>(channels, out, std::array<int64_t, 2>{3, 3},
+                                         Conv2dParams{{1, 1}, {1, 1}, {1, 1}});
+    // torchvision: kaiming_normal_(fan_out, relu) for conv weights, zero bias.
+    kaiming_normal_fan_out_(conv->weight());
+    constant_init_(conv->bias(), 0.0);
+    features_->push_back(conv);
+    features_->push_back(std::make_shared<BatchNorm>(out));
+    features_->push_back(std::make_shared<ReLU>());
+    channels = out;
+  }
+  avgpool_ = register_module("avgpool", std::make_shared<AdaptiveAvgPool2d>(std::array<int64_t, 2>{7, 7}));
+  const int64_t hidden = scaled(4096, options.width);
+  classifier_ = register_module("classifier", std::make_shared<Sequential>());
+  auto add_linear = [&](int64_t in, int64_t out) {
+    auto linear = std::make_shared<Linear>(in, out);
+    normal_init_(linear->weight(), 0.0, 0.01);
+    constant_init_(linear->bias(), 0.0);
+    classifier_->push_back(linear);
+  };
+  add_linear(channels * 7 * 7, hidden);
+  classifier_->push_back(std::make_shared<ReLU>());
+  classifier_->push_back(std::make_shared<Dropout>(options.dropout));
+  add_linear(hidden, hidden);
+  classifier_->push_back(std::make_shared<ReLU>());
+  classifier_->push_back(std::make_shared<Dropout>(options.dropout));
+  add_linear(hidden, options.num_classes);
+}
+
+Tensor Vgg::forward(const Tensor& input) {
+  SONATA_CHECK(input.dim() == 4 && input.shape()[1] == options_.in_channels,
+               "vgg19_bn: expected input [N, ", options_.in_channels, ", H, W], got ",
+               shape_str(input.shape()));
+  Tensor x = input;
+  const size_t layers = features_->size();
+  for (size_t i = 0; i < layers; ++i) {
+    Module& layer = (*features_)[i];
+    auto* bn = dynamic_cast<BatchNorm*>(&layer);
+    if (bn && i + 1 < layers && dynamic_cast<ReLU*>(&(*features_)[i + 1])) {
+      x = bn->forward_relu(x);
+      ++i;
+    } else {
+      x = layer.forward(x);
+    }
+  }
+  x = avgpool_->forward(x).flatten(1);
+  return classifier_->forward(x);
+}
+
+std::shared_ptr<Module> make_vgg19_bn(const ModelConfig& config) {
+  config.check_keys("vgg19_bn", {"num-classes", "in-channels", "width", "dropout"});
+  VggOptions options;
+  options.num_classes = config.get_int("num-classes", options.num_classes);
+  options.in_channels = config.get_int("in-channels", options.in_channels);
+  options.width = config.get_double("width", options.width);
+  options.dropout = config.get_double("dropout", options.dropout);
+  return std::make_shared<Vgg>(options);
+}
+
+}  // namespace sonata

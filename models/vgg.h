@@ -1,0 +1,37 @@
+#pragma once
+// torchvision's VGG19_BN (configuration "E" with batch norm): 16 conv layers of 3x3 with BN
+// and ReLU in five stages split by 2x2 max pooling, AdaptiveAvgPool2d(7, 7), and a
+// 4096-4096-num_classes classifier with dropout. State-dict names match torchvision's, so
+// its ImageNet weights load unchanged.
+#include <memory>
+
+#include "engine/nn/module.h"
+#include "models/registry.h"
+
+namespace sonata {
+
+struct VggOptions {
+  int64_t num_classes = 1000;
+  int64_t in_channels = 3;
+  double width = 1.0;    // channel and hidden-size multiplier, for small CPU runs
+  double dropout = 0.5;
+};
+
+class Vgg : public Module {
+ public:
+  explicit Vgg(const VggOptions& options);
+  // BatchNorm followed by ReLU runs as one fused op.
+  Tensor forward(const Tensor& x) override;
+  const VggOptions& options() const { return options_; }
+
+ private:
+  VggOptions options_;
+  std::shared_ptr<Sequential> features_;
+  std::shared_ptr<Module> avgpool_;
+  std::shared_ptr<Sequential> classifier_;
+};
+
+// Options from the registry's strings: num-classes, in-channels, width, dropout.
+std::shared_ptr<Module> make_vgg19_bn(const ModelConfig& config);
+
+}  // namespace sonata

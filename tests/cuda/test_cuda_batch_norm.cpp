@@ -1,0 +1,86 @@
+// batch_norm / batch_norm_relu on CUDA against the CPU reference, f32 / f16 / bf16: outputs,
+// updated running stats and gradients of x, weight and bias, over shapes that take the packed
+// and the scalar paths and the split (multi-block) channel reductions.
+#include <catch2/catch.hpp>
+
+#include "engine/ops.h"
+#include "engine/ops/batch_norm.h"
+#include "tests/cuda/parity_util.h"
+
+using namespace sonata;
+using namespace sonata::testing;
+
+namespace {
+
+// The output followed by the running stats the call updated, as one f32 vector.
+Tensor output_and_running_stats(const std::vector<Tensor>& in, bool relu,
+                                const BatchNormOptions& options) {
+  const Tensor y = relu ? batch_norm_relu(in[0], in[1], in[2], in[3], in[4], options)
+                        : batch_norm(in[0], in[1], in[2], in[3], in[4], options);
+  return cat({y.to(DType::f32).flatten(), in[3].to(DType::f32), in[4].to(DType::f32)}, 0);
+}
+
+}  // namespace
+
+TEST_CASE("cuda batch_norm matches the CPU in training and evaluation", "[cuda][batch_norm]") {
+  const std::vector<Shape> shapes = {
+      {16, 8},          // BatchNorm1d
+      {4, 3, 5, 7},     // odd spatial size: scalar path
+      {8, 16, 8, 8},    // 16-byte packs
+      {4, 8, 14, 14},   // VGG's last planes: 8-byte packs for f16 / bf16
+      {4, 6, 33},       // 3-D, scalar path
+      {16, 2, 64, 64},  // 65536 values per channel: split over several blocks
+  };
+  uint64_t seed = 100;
+  for (const Shape& shape : shapes) {
+    const int64_t c = shape[1];
+    const Tensor x = parity_input(shape, ++seed, -1, 3);
+    const Tensor w = parity_input({c}, ++seed, 0.5, 1.5), b = parity_input({c}, ++seed);
+    const Tensor rm = parity_input({c}, ++seed, -0.5, 0.5, false);
+    const Tensor rv = parity_input({c}, ++seed, 0.5, 2, false);
+    for (bool training : {true, false})
+      for (bool relu : {false, true}) {
+        INFO("shape " << shape_str(shape) << " training " << training << " relu " << relu);
+        const BatchNormOptions options{training, 0.1, 1e-5};
+        require_parity(
+            [&](const std::vector<Tensor>& in) {
+              return output_and_running_stats(in, relu, options);
+            },
+            {x, w, b, rm, rv});
+      }
+  }
+}
+
+TEST_CASE("cuda batch_norm without affine parameters", "[cuda][batch_norm]") {
+  const Tensor x = parity_input({8, 4, 6, 6}, 201, -2, 2);
+  require_parity(
+      [](const std::vector<Tensor>& in) {
+        return batch_norm(in[0], Tensor(), Tensor(), Tensor(), Tensor());
+      },
+      {x});
+}
+
+TEST_CASE("cuda batch_norm with f32 parameters beside half activations", "[cuda][batch_norm]") {
+  const Tensor x = parity_input({4, 8, 10, 10}, 211, -1, 1, false);
+  const Tensor w = parity_input({8}, 212, 0.5, 1.5, false),
+               b = parity_input({8}, 213, -1, 1, false);
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    INFO(dtype_name(dtype));
+    Tensor rm_cpu = zeros({8}), rv_cpu = ones({8});
+    const Tensor reference = batch_norm(x.to(dtype).to(DType::f32), w, b, rm_cpu, rv_cpu);
+    Tensor rm = zeros({8}, TensorOptions{}.with(Device::cuda()));
+    Tensor rv = ones({8}, TensorOptions{}.with(Device::cuda()));
+    const Tensor xh = x.to(dtype).to(Device::cuda());
+    const Tensor y = batch_norm(xh, w.to(Device::cuda()), b.to(Device::cuda()), rm, rv);
+    CHECK(y.dtype() == dtype);
+    const Tolerance tolerance = parity_tolerance(dtype);
+    const ParityResult out =
+        compare_tensors(y.to(DType::f32).to(Device::cpu()), reference, tolerance, "y");
+    INFO(out.report);
+    CHECK(out.ok);
+    const ParityResult stats =
+        compare_tensors(rv.to(Device::cpu()), rv_cpu, tolerance, "running_var");
+    INFO(stats.report);
+    CHECK(stats.ok);
+  }
+}

@@ -1,0 +1,103 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "base/error.h"
+#include "engine/io/safetensors.h"
+#include "engine/ops.h"
+#include "tools/probe/probe_run.h"
+
+using namespace sonata;
+
+namespace {
+
+const std::string kFolder = std::string(SONATA_FIXTURES_DIR) + "/vgg";
+
+// max |ours - torch| / max |torch| over the tensor: a relative error that single small
+// elements do not inflate.
+double relative_error(const Tensor& ours, const Tensor& theirs) {
+  const std::vector<double> a = ours.to_vector<double>(), e = theirs.to_vector<double>();
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(a[i] - e[i]));
+    scale = std::max(scale, std::abs(e[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+double max_abs(const Tensor& t) { return amax(abs(t.to(DType::f64))).item(); }
+
+ProbeOptions fixture_probe(const std::string& precision, bool train) {
+  ProbeOptions options;
+  options.model = "vgg19_bn";
+  options.model_options = {{"num-classes", "16"}, {"in-channels", "1"}, {"width", "0.03125"},
+                           {"dropout", "0"}};
+  options.weights = kFolder + "/weights.safetensors";
+  options.input = kFolder + "/input.npy";
+  options.labels = kFolder + "/labels.npy";
+  options.train = train;
+  options.backward = train;
+  options.precision = precision;
+  return options;
+}
+
+// `zero_bound`: the conv biases' gradients are zero by construction in training mode (the
+// BatchNorm after each conv removes any constant); torch reports rounding noise of
+// 1e-16..1e-14 for them, so they are checked to be as near zero as the precision allows
+// instead of relative to that noise. Every other gradient here is above 2e-2.
+void compare_with_torch(const NamedTensors& ours, const std::string& expected_file, double tolerance,
+                        double zero_bound) {
+  std::map<std::string, Tensor> by_name(ours.begin(), ours.end());
+  const SafetensorsContents expected = load_safetensors(kFolder + "/" + expected_file);
+  REQUIRE(!expected.tensors.empty());
+  for (const auto& [name, theirs] : expected.tensors) {
+    INFO(name);
+    REQUIRE(by_name.count(name));
+    const Tensor& mine = by_name[name];
+    REQUIRE(mine.shape() == theirs.shape());
+    if (theirs.dtype() == DType::i64) {
+      CHECK(mine.to_vector<int64_t>() == theirs.to_vector<int64_t>());
+      continue;
+    }
+    if (max_abs(theirs) < 1e-12) {
+      CHECK(max_abs(mine) <= zero_bound);
+      continue;
+    }
+    const double error = relative_error(mine, theirs);
+    INFO("relative error " << error);
+    CHECK(error <= tolerance);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("narrow vgg19_bn matches PyTorch in eval mode", "[models][vgg][parity]") {
+  compare_with_torch(run_probe(fixture_probe("fp64", false)), "eval.safetensors", 1e-10, 0);
+  compare_with_torch(run_probe(fixture_probe("fp32", false)), "eval.safetensors", 1e-4, 0);
+}
+
+TEST_CASE("narrow vgg19_bn matches PyTorch in a training step: logits, loss, every gradient, BN "
+          "running statistics",
+          "[models][vgg][parity]") {
+  compare_with_torch(run_probe(fixture_probe("fp64", true)), "train.safetensors", 1e-9, 1e-12);
+  compare_with_torch(run_probe(fixture_probe("fp32", true)), "train.safetensors", 1e-4, 1e-5);
+}
+
+TEST_CASE("loading weights lists every mismatch", "[models][vgg][parity]") {
+  ProbeOptions options = fixture_probe("fp32", false);
+  options.model_options["num-classes"] = "10";
+  options.model_options["width"] = "0.0625";
+  try {
+    run_probe(options);
+    FAIL("weights of another shape must be refused");
+  } catch (const Error& error) {
+    const std::string text = error.what();
+    CHECK_THAT(text, Catch::Contains("features.0.weight: shape [4, 1, 3, 3] in the file, "
+                                     "[2, 1, 3, 3] in the model") ||
+                         Catch::Contains("features.0.weight: shape [2, 1, 3, 3] in the file, "
+                                         "[4, 1, 3, 3] in the model"));
+    CHECK_THAT(text, Catch::Contains("classifier.6.bias"));
+  }
+}

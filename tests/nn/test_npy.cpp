@@ -1,0 +1,75 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/io/npy.h"
+#include "engine/ops.h"
+
+using namespace sonata;
+
+namespace {
+// A v1.0 file laid out by hand from NumPy's format description.
+std::vector<uint8_t> npy_file(const std::string& header, size_t data_bytes) {
+  std::vector<uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                                uint8_t(header.size() & 0xff), uint8_t(header.size() >> 8)};
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  for (size_t i = 0; i < data_bytes; ++i) bytes.push_back(uint8_t(i));
+  return bytes;
+}
+std::string npy_error(const std::vector<uint8_t>& bytes) {
+  try {
+    parse_npy(bytes.data(), bytes.size(), "x.npy");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE(".npy reads NumPy's layout and round-trips", "[io][npy]") {
+  std::vector<uint8_t> bytes =
+      npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", 0);
+  const float values[] = {1, 2, 3, 4, 5, 6.5f};
+  bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(values),
+               reinterpret_cast<const uint8_t*>(values) + sizeof(values));
+  const Tensor t = parse_npy(bytes.data(), bytes.size(), "spec");
+  CHECK(t.shape() == Shape{2, 3});
+  CHECK(t.to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6.5f});
+
+  const std::string path = "/tmp/sonata_npy_" + std::to_string(::getpid()) + ".npy";
+  for (const Tensor& original :
+       {arange(0, 12, 1, TensorOptions{}.with(DType::f64)).reshape({3, 4}).t(),
+        from_vector(std::vector<int64_t>{3, -1, 7}, {3}), full({}, 2.0), zeros({0, 5})}) {
+    save_npy(path, original);
+    const Tensor back = load_npy(path);
+    CHECK(back.dtype() == original.dtype());
+    CHECK(back.shape() == original.shape());
+    CHECK(back.to_vector<double>() == original.to_vector<double>());
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE(".npy refuses damaged or unsupported files by name", "[io][npy]") {
+  CHECK_THAT(npy_error({'P', 'K', 3, 4}), Catch::Contains("bad magic"));
+  std::vector<uint8_t> long_header = npy_file("{'descr': '<f4', }", 0);
+  long_header[8] = 0xff;
+  CHECK_THAT(npy_error(long_header), Catch::Contains("runs past the end"));
+  CHECK_THAT(npy_error(npy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", 4)),
+             Catch::Contains("'>f4'"));
+  CHECK_THAT(npy_error(npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }", 4)),
+             Catch::Contains("Fortran"));
+  CHECK_THAT(npy_error(npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 8)),
+             Catch::Contains("needs 12"));
+  CHECK_THAT(npy_error(npy_file("{'descr': '<f4', 'fortran_order': False, }", 4)),
+             Catch::Contains("'shape'"));
+  CHECK_THAT(npy_error(npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", 4)),
+             Catch::Contains("not a tuple of sizes"));
+  CHECK_THAT(npy_error(npy_file(
+                 "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }", 4)),
+             Catch::Contains("larger than the file"));
+}

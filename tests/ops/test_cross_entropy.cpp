@@ -1,0 +1,209 @@
+// cross_entropy / nll_loss: values against std::exp / std::log loops, float64 gradient checks
+// over reductions, class weights, ignore_index and label smoothing, 1-D to 4-D logits.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/ops.h"
+#include "engine/ops/loss.h"
+#include "tests/ops/op_test_util.h"
+
+using namespace sonata;
+using namespace sonata::testing;
+
+namespace {
+
+constexpr Reduction kReductions[] = {Reduction::none, Reduction::sum, Reduction::mean};
+
+// The loss by hand over [N, C, inner] logits; returns per-position losses and fills the sum
+// of the target weights of non-ignored positions.
+std::vector<double> hand_losses(const std::vector<double>& z, int64_t n, int64_t c, int64_t inner,
+                                const std::vector<int64_t>& target,
+                                const std::vector<double>& weight, int64_t ignore, double smoothing,
+                                double& weight_sum) {
+  std::vector<double> out;
+  weight_sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < inner; ++k) {
+      const int64_t t = target[size_t(i * inner + k)];
+      if (t == ignore) {
+        out.push_back(0);
+        continue;
+      }
+      auto at = [&](int64_t cls) { return z[size_t((i * c + cls) * inner + k)]; };
+      double total = 0;
+      for (int64_t cls = 0; cls < c; ++cls) total += std::exp(at(cls));
+      auto w = [&](int64_t cls) { return weight.empty() ? 1.0 : weight[size_t(cls)]; };
+      double smooth = 0;
+      for (int64_t cls = 0; cls < c; ++cls) smooth += -w(cls) * std::log(std::exp(at(cls)) / total);
+      const double nll = -w(t) * std::log(std::exp(at(t)) / total);
+      out.push_back((1 - smoothing) * nll + smoothing / double(c) * smooth);
+      weight_sum += w(t);
+    }
+  return out;
+}
+
+double reduce_by_hand(const std::vector<double>& losses, double weight_sum, Reduction reduction) {
+  double total = 0;
+  for (double l : losses) total += l;
+  return reduction == Reduction::sum ? total : total / weight_sum;
+}
+
+std::string message_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("cross_entropy equals the loss computed by hand", "[ops][cross_entropy]") {
+  struct Case {
+    Shape logits;
+    std::vector<int64_t> target;
+  };
+  const std::vector<Case> cases = {
+      {{5, 4}, {3, 0, -100, 1, 2}},
+      {{2, 3, 2, 2}, {0, 2, 1, -100, 2, 2, 0, 1}},
+      {{2, 3, 4}, {0, 1, 2, 0, -100, -100, 1, 2}},
+  };
+  for (const Case& test : cases) {
+    const int64_t n = test.logits[0], c = test.logits[1];
+    const int64_t inner = shape_numel(test.logits) / (n * c);
+    Shape target_shape = test.logits;
+    target_shape.erase(target_shape.begin() + 1);
+    const Tensor logits = grad_input(test.logits, 801, -3, 3).detach();
+    const Tensor target = i64_tensor(test.target, target_shape);
+    const std::vector<double> z = values_of(logits);
+    for (bool weighted : {false, true}) {
+      const std::vector<double> weight =
+          weighted ? std::vector<double>{0.5, 2.0, 1.25, 0.75} : std::vector<double>{};
+      const std::vector<double> w_used(weight.begin(), weight.begin() + (weighted ? c : 0));
+      const Tensor w = weighted ? f64_tensor(w_used, {c}) : Tensor();
+      for (double smoothing : {0.0, 0.15}) {
+        for (Reduction reduction : kReductions) {
+          INFO("logits " << shape_str(test.logits) << " weighted " << weighted << " smoothing "
+                         << smoothing << " reduction " << int(reduction));
+          double weight_sum = 0;
+          const std::vector<double> expected =
+              hand_losses(z, n, c, inner, test.target, w_used, -100, smoothing, weight_sum);
+          const Tensor loss = cross_entropy(logits, target, w, {reduction, -100, smoothing});
+          if (reduction == Reduction::none) {
+            CHECK(loss.shape() == target_shape);
+            const std::vector<double> actual = values_of(loss);
+            for (size_t i = 0; i < expected.size(); ++i)
+              CHECK(actual[i] == Approx(expected[i]).epsilon(1e-12).margin(1e-14));
+          } else {
+            CHECK(loss.dim() == 0);
+            CHECK(loss.item() ==
+                  Approx(reduce_by_hand(expected, weight_sum, reduction)).epsilon(1e-12));
+          }
+          const Tensor loss32 =
+              cross_entropy(logits.to(DType::f32), target, weighted ? w.to(DType::f32) : Tensor(),
+                            {reduction, -100, smoothing});
+          CHECK(loss32.dtype() == DType::f32);
+          const std::vector<double> a = values_of(loss32), e = values_of(loss);
+          for (size_t i = 0; i < a.size(); ++i)
+            CHECK(a[i] == Approx(e[i]).epsilon(1e-5).margin(1e-6));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cross_entropy of one unbatched sample and a custom ignore_index",
+          "[ops][cross_entropy]") {
+  const Tensor logits = f64_tensor({1.0, -2.0, 0.5}, {3});
+  const Tensor target = i64_tensor({2}, {});
+  const double total = std::exp(1.0) + std::exp(-2.0) + std::exp(0.5);
+  CHECK(cross_entropy(logits, target).item() == Approx(-std::log(std::exp(0.5) / total)));
+  // ignore_index inside the class range: that class is skipped, here leaving nothing (NaN).
+  CHECK(std::isnan(cross_entropy(logits, target, Tensor(), {Reduction::mean, 2, 0.0}).item()));
+  CHECK(cross_entropy(logits, target, Tensor(), {Reduction::sum, 2, 0.0}).item() == 0.0);
+}
+
+TEST_CASE("cross_entropy gradients over reductions, weights, ignore_index and smoothing",
+          "[ops][cross_entropy][grad]") {
+  struct Case {
+    Shape logits;
+    std::vector<int64_t> target;
+  };
+  const std::vector<Case> cases = {
+      {{4, 3}, {2, -100, 0, 1}},
+      {{2, 3, 2, 2}, {0, 2, 1, -100, 2, 1, 0, 1}},
+  };
+  for (const Case& test : cases) {
+    Shape target_shape = test.logits;
+    target_shape.erase(target_shape.begin() + 1);
+    const Tensor logits = grad_input(test.logits, 811, -2, 2);
+    const Tensor target = i64_tensor(test.target, target_shape);
+    for (bool weighted : {false, true}) {
+      const Tensor w = weighted ? f64_tensor({0.5, 2.0, 1.25}, {3}) : Tensor();
+      for (double smoothing : {0.0, 0.2, 1.0}) {
+        for (Reduction reduction : kReductions) {
+          INFO("logits " << shape_str(test.logits) << " weighted " << weighted << " smoothing "
+                         << smoothing << " reduction " << int(reduction));
+          require_gradients(
+              [&](const std::vector<Tensor>& in) {
+                return cross_entropy(in[0], target, w, {reduction, -100, smoothing});
+              },
+              {logits});
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("nll_loss on log_softmax equals cross_entropy, with its own gradient",
+          "[ops][cross_entropy][grad]") {
+  const Tensor logits = grad_input({5, 4}, 821, -2, 2);
+  const Tensor target = i64_tensor({3, 0, -100, 1, 2}, {5});
+  const Tensor w = f64_tensor({0.5, 2.0, 1.25, 1.0}, {4});
+  for (Reduction reduction : kReductions) {
+    const std::vector<double> nll =
+        values_of(nll_loss(log_softmax(logits, 1), target, w, {reduction, -100}));
+    const std::vector<double> ce =
+        values_of(cross_entropy(logits, target, w, {reduction, -100, 0.0}));
+    REQUIRE(nll.size() == ce.size());
+    for (size_t i = 0; i < nll.size(); ++i) CHECK(nll[i] == Approx(ce[i]).epsilon(1e-13));
+    const Tensor log_probs = grad_input({5, 4}, 822, -3, -0.1);
+    require_gradients(
+        [&](const std::vector<Tensor>& in) {
+          return nll_loss(in[0], target, w, {reduction, -100});
+        },
+        {log_probs});
+  }
+}
+
+TEST_CASE("cross_entropy rejects bad targets naming the class and position",
+          "[ops][cross_entropy]") {
+  const Tensor logits = zeros({2, 3, 2});
+  CHECK_THAT(message_of([&] {
+               cross_entropy(logits, i64_tensor({0, 1, 3, 2}, {2, 2}));
+             }),
+             Catch::Contains("target[1, 0] = 3 is not a class index in [0, 3)"));
+  CHECK_THAT(message_of([&] {
+               cross_entropy(logits, i64_tensor({0, 1}, {2}));
+             }),
+             Catch::Contains("target must have shape [2, 2]"));
+  CHECK_THAT(message_of([&] {
+               cross_entropy(logits, zeros({2, 2}));
+             }),
+             Catch::Contains("i64 class indices"));
+  CHECK_THAT(message_of([&] {
+               cross_entropy(logits, zeros({2, 2}, TensorOptions{}.with(DType::i64)), ones({2}));
+             }),
+             Catch::Contains("weight must have shape [3]"));
+  CHECK_THAT(message_of([&] {
+               cross_entropy(logits, zeros({2, 2}, TensorOptions{}.with(DType::i64)), Tensor(),
+                             {Reduction::mean, -100, 1.5});
+             }),
+             Catch::Contains("label_smoothing = 1.5"));
+}
