@@ -378,12 +378,29 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
   NoGradGuard no_grad;
   Tensor scaled = alpha == 1.0 ? other : mul(other, alpha);
   if (scaled.dtype() != dtype()) scaled = scaled.to(dtype());
+  if (scaled.device() != device()) scaled = scaled.to(device());
+  // In place when it is safe to write each element right after reading it: this tensor is
+  // contiguous and the other operand does not view the same memory.
+  if (is_contiguous() && scaled.storage() != storage() && numel() > 0) {
+    broadcast_shapes(scaled.shape(), shape(), "add_");
+    const kernels::StridedLayout layout =
+        make_layout(shape(), {strides(), broadcast_strides(scaled, shape())});
+    SONATA_BACKEND(device(), binary, kernels::BinaryOp::add, dtype(), layout, data_ptr(),
+                   scaled.data_ptr(), data_ptr());
+    return *this;
+  }
   return copy_(add(*this, scaled));
 }
 
 Tensor& Tensor::mul_(double factor) {
   check_inplace(*this, "mul_");
   NoGradGuard no_grad;
+  if (is_contiguous() && is_floating(dtype())) {
+    if (numel() > 0)
+      SONATA_BACKEND(device(), unary, kernels::UnaryOp::affine, dtype(), data_ptr(), data_ptr(),
+                     numel(), factor, 0.0);
+    return *this;
+  }
   return copy_(mul(*this, factor));
 }
 

@@ -53,6 +53,22 @@ void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double alpha, doub
                  gb.tensor.data_ptr(), beta, out.data_ptr());
 }
 
+// Gradients of out = a @ b ([B, M, K] x [B, K, N]) computed in the memory order of the operand
+// they belong to: a Linear layer multiplies by weight.t(), and a gradient produced directly
+// as [N, K] and handed back as a transposed view reaches the weight contiguous, so it is
+// accumulated without a copy of the (often largest) tensor in the model.
+bool transposed_contiguous(const Tensor& t) {
+  return t.transpose(1, 2).is_contiguous() && !t.is_contiguous();
+}
+Tensor grad_of_lhs(const Tensor& g, const Tensor& a, const Tensor& b) {
+  if (transposed_contiguous(a)) return bmm(b, g.transpose(1, 2)).transpose(1, 2);
+  return bmm(g, b.transpose(1, 2));
+}
+Tensor grad_of_rhs(const Tensor& g, const Tensor& a, const Tensor& b) {
+  if (transposed_contiguous(b)) return bmm(g.transpose(1, 2), a).transpose(1, 2);
+  return bmm(a.transpose(1, 2), g);
+}
+
 void check_gemm_inputs(const char* name, const Tensor& a, const Tensor& b) {
   check_same_device(name, {a, b});
   check_floating(name, a);
@@ -72,7 +88,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   gemm_into(a, b, out, 1.0, 0.0);
   const Tensor sa = save(a), sb = save(b);
   record("bmm", {a, b}, {&out}, [=](const std::vector<Tensor>& g) {
-    return std::vector<Tensor>{bmm(g[0], sb.transpose(1, 2)), bmm(sa.transpose(1, 2), g[0])};
+    return std::vector<Tensor>{grad_of_lhs(g[0], sa, sb), grad_of_rhs(g[0], sa, sb)};
   });
   return out;
 }
@@ -94,11 +110,11 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta, 
   const Tensor sa = save(a), sb = save(b);
   const Shape bias_shape = bias.shape();
   record("addmm", {bias, a, b}, {&out}, [=](const std::vector<Tensor>& g) {
-    const Tensor g3 = g[0].unsqueeze(0);
-    return std::vector<Tensor>{
-        sum_to(mul(g[0], beta), bias_shape),
-        mul(bmm(g3, sb.t().unsqueeze(0)).squeeze(0), alpha),
-        mul(bmm(sa.t().unsqueeze(0), g3).squeeze(0), alpha)};
+    const Tensor g3 = g[0].unsqueeze(0), a3 = sa.unsqueeze(0), b3 = sb.unsqueeze(0);
+    auto scaled = [](const Tensor& t, double factor) { return factor == 1.0 ? t : mul(t, factor); };
+    return std::vector<Tensor>{sum_to(scaled(g[0], beta), bias_shape),
+                               scaled(grad_of_lhs(g3, a3, b3).squeeze(0), alpha),
+                               scaled(grad_of_rhs(g3, a3, b3).squeeze(0), alpha)};
   });
   return out;
 }
