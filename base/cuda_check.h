@@ -8,8 +8,12 @@
 #include "base/error.h"
 
 namespace sonata {
-inline const char* describe_cuda(cudaError_t status) { return cudaGetErrorString(status); }
-inline const char* describe_cublas(cublasStatus_t status) { return cublasGetStatusString(status); }
+inline const char* describe_cuda(cudaError_t status) {
+  return cudaGetErrorString(status);
+}
+inline const char* describe_cublas(cublasStatus_t status) {
+  return cublasGetStatusString(status);
+}
 const char* describe_cufft(cufftResult status);
 }  // namespace sonata
 

@@ -10,17 +10,23 @@ std::atomic<FatalHandler> g_fatal_handler{nullptr};
 
 const char* project_relative(const char* file) {
   // __FILE__ is absolute under CMake; the path inside the repository is what a reader needs.
-  for (const char* floor : {"/base/", "/kernels/", "/engine/", "/models/", "/data/", "/comm/",
-                            "/tools/", "/tests/"}) {
+  for (const char* floor :
+       {"/base/", "/kernels/", "/engine/", "/models/", "/data/", "/comm/", "/tools/", "/tests/"}) {
     if (const char* at = std::strstr(file, floor)) return at + 1;
   }
   return file;
 }
 }  // namespace
 
-void set_error_rank(int rank) { g_error_rank = rank; }
-int error_rank() { return g_error_rank; }
-void set_fatal_handler(FatalHandler handler) { g_fatal_handler = handler; }
+void set_error_rank(int rank) {
+  g_error_rank = rank;
+}
+int error_rank() {
+  return g_error_rank;
+}
+void set_fatal_handler(FatalHandler handler) {
+  g_fatal_handler = handler;
+}
 
 void fail_library(const char* library, const char* file, int line, const char* call,
                   const std::string& detail) {

@@ -45,7 +45,7 @@ void set_fatal_handler(FatalHandler handler);
 }  // namespace sonata
 
 // The generic check every library macro is built on.
-#define SONATA_LIB_CHECK(library, call, ok_value, describe)                                  \
+#define SONATA_LIB_CHECK(library, call, ok_value, describe)                                 \
   do {                                                                                      \
     const auto sonata_status_ = (call);                                                     \
     if (sonata_status_ != (ok_value))                                                       \
@@ -53,11 +53,10 @@ void set_fatal_handler(FatalHandler handler);
   } while (0)
 
 // Argument and invariant checks: throws sonata::Error with the message and the place.
-#define SONATA_CHECK(condition, ...)                                                 \
-  do {                                                                              \
-    if (!(condition))                                                               \
+#define SONATA_CHECK(condition, ...)                                                    \
+  do {                                                                                  \
+    if (!(condition))                                                                   \
       ::sonata::fail_check(__FILE__, __LINE__, #condition, ::sonata::str(__VA_ARGS__)); \
   } while (0)
 
-#define SONATA_UNREACHABLE(what) \
-  ::sonata::fail_check(__FILE__, __LINE__, "unreachable", what)
+#define SONATA_UNREACHABLE(what) ::sonata::fail_check(__FILE__, __LINE__, "unreachable", what)

@@ -27,7 +27,7 @@ SONATA_HD uint16_t float_to_half_bits(float value) {
   const uint32_t abs = bits & 0x7fffffffu;
   if (abs >= 0x7f800000u) return uint16_t(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
   if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds past 65504: inf
-  if (abs < 0x38800000u) {  // below 2^-14: subnormal half (or zero)
+  if (abs < 0x38800000u) {                                  // below 2^-14: subnormal half (or zero)
     // Adding 0.5 shifts the mantissa so that the FPU does the rounding for us.
     const float shifted = bits_float(abs) + 0.5f;
     return uint16_t(sign | (float_bits(shifted) - 0x3f000000u));
@@ -57,7 +57,9 @@ SONATA_HD uint16_t float_to_bf16_bits(float value) {
   const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
   return uint16_t((bits + rounding) >> 16);
 }
-SONATA_HD float bf16_bits_to_float(uint16_t b) { return bits_float(uint32_t(b) << 16); }
+SONATA_HD float bf16_bits_to_float(uint16_t b) {
+  return bits_float(uint32_t(b) << 16);
+}
 
 struct Half {
   uint16_t bits = 0;

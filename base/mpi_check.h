@@ -9,7 +9,8 @@ namespace sonata {
 inline std::string describe_mpi(int status) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
-  if (MPI_Error_string(status, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(status);
+  if (MPI_Error_string(status, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(status);
   return std::string(text, length);
 }
 }  // namespace sonata

@@ -7,8 +7,12 @@
 namespace sonata {
 
 #if SONATA_WITH_CUDA
-NvtxRange::NvtxRange(const char* name) { nvtxRangePushA(name); }
-NvtxRange::~NvtxRange() { nvtxRangePop(); }
+NvtxRange::NvtxRange(const char* name) {
+  nvtxRangePushA(name);
+}
+NvtxRange::~NvtxRange() {
+  nvtxRangePop();
+}
 #else
 NvtxRange::NvtxRange(const char*) {}
 NvtxRange::~NvtxRange() {}

@@ -42,7 +42,9 @@ SONATA_HD Philox4 philox_block(uint64_t seed, uint64_t subsequence, uint64_t off
 }
 
 // 24 random bits to a float in [0, 1): exact, so identical on every device.
-SONATA_HD float philox_uniform(uint32_t bits) { return float(bits >> 8) * 5.9604644775390625e-8f; }
+SONATA_HD float philox_uniform(uint32_t bits) {
+  return float(bits >> 8) * 5.9604644775390625e-8f;
+}
 // The same in (0, 1], for logarithms.
 SONATA_HD float philox_uniform_open(uint32_t bits) {
   return float((bits >> 8) + 1u) * 5.9604644775390625e-8f;

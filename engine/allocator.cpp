@@ -33,10 +33,14 @@ void* cpu_allocate(size_t nbytes) {
   return data;
 }
 
-void cpu_free(void* data) { std::free(data); }
+void cpu_free(void* data) {
+  std::free(data);
+}
 
 #if !SONATA_WITH_CUDA
-MemoryStats cuda_memory_stats(int) { return {}; }
+MemoryStats cuda_memory_stats(int) {
+  return {};
+}
 void cuda_reset_peak_memory_stats(int) {}
 #endif
 

@@ -27,9 +27,13 @@ std::string Device::str() const {
 }
 
 #if SONATA_WITH_CUDA
-bool cuda_compiled() { return true; }
+bool cuda_compiled() {
+  return true;
+}
 #else
-bool cuda_compiled() { return false; }
+bool cuda_compiled() {
+  return false;
+}
 #endif
 
 #if SONATA_WITH_CUDA
@@ -44,7 +48,8 @@ const CudaProbe& probe() {
     const cudaError_t status = cudaGetDeviceCount(&p.count);
     if (status != cudaSuccess) {
       p.count = 0;
-      p.reason = sonata::str("no CUDA device (cudaGetDeviceCount: ", cudaGetErrorString(status), ")");
+      p.reason =
+          sonata::str("no CUDA device (cudaGetDeviceCount: ", cudaGetErrorString(status), ")");
       cudaGetLastError();  // clear the sticky error so later calls do not see it
     } else if (p.count == 0) {
       p.reason = "no CUDA device on this machine";
@@ -54,13 +59,23 @@ const CudaProbe& probe() {
   return result;
 }
 }  // namespace
-int cuda_device_count() { return probe().count; }
-std::string cuda_unavailable_reason() { return probe().reason; }
+int cuda_device_count() {
+  return probe().count;
+}
+std::string cuda_unavailable_reason() {
+  return probe().reason;
+}
 #else
-int cuda_device_count() { return 0; }
-std::string cuda_unavailable_reason() { return "this build has no CUDA backend (SONATA_CUDA=OFF)"; }
+int cuda_device_count() {
+  return 0;
+}
+std::string cuda_unavailable_reason() {
+  return "this build has no CUDA backend (SONATA_CUDA=OFF)";
+}
 #endif
 
-bool cuda_available() { return cuda_device_count() > 0; }
+bool cuda_available() {
+  return cuda_device_count() > 0;
+}
 
 }  // namespace sonata

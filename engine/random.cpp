@@ -17,7 +17,9 @@ Generator& default_generator() {
   return generator;
 }
 
-void manual_seed(uint64_t seed) { default_generator() = Generator(seed); }
+void manual_seed(uint64_t seed) {
+  default_generator() = Generator(seed);
+}
 
 namespace {
 enum class Distribution { uniform, normal };

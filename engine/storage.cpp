@@ -11,7 +11,11 @@
 namespace sonata {
 
 Storage::Storage(void* data, size_t nbytes, Device device, Deleter deleter, bool pinned)
-    : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)), pinned_(pinned) {}
+    : data_(data),
+      nbytes_(nbytes),
+      device_(device),
+      deleter_(std::move(deleter)),
+      pinned_(pinned) {}
 
 Storage::~Storage() {
   if (deleter_) deleter_(data_);
@@ -30,7 +34,8 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device, bool pi
   }
 #if SONATA_WITH_CUDA
   const CudaBlock block = cuda_allocate(nbytes, device.index);
-  return std::make_shared<Storage>(block.data, nbytes, device, [block](void*) { cuda_free(block); });
+  return std::make_shared<Storage>(block.data, nbytes, device,
+                                   [block](void*) { cuda_free(block); });
 #else
   throw Error(str("cannot allocate on ", device.str(), ": ", cuda_unavailable_reason()));
 #endif

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <ostream>
 
 #include "base/error.h"
@@ -66,7 +66,8 @@ std::optional<Shape> view_strides(const Tensor& t, const Shape& shape) {
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = int64_t(old_shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_shape[d];
-    if (d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 ||
+        (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
         strides[view_d] = view_numel * chunk_base_stride;
         view_numel *= shape[view_d];
@@ -89,7 +90,8 @@ Shape infer_shape(const Shape& requested, int64_t numel, std::string_view op) {
   int64_t known = 1, infer_at = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      if (infer_at >= 0) throw Error(str(op, ": only one size may be -1 in ", shape_str(requested)));
+      if (infer_at >= 0)
+        throw Error(str(op, ": only one size may be -1 in ", shape_str(requested)));
       infer_at = int64_t(i);
     } else {
       known *= shape[i];
@@ -103,8 +105,9 @@ Shape infer_shape(const Shape& requested, int64_t numel, std::string_view op) {
 
 void check_inplace(const Tensor& t, std::string_view op) {
   if (GradMode::enabled() && t.requires_grad())
-    throw Error(str(op, ": in-place change of a tensor that requires grad while gradients are "
-                        "recorded; wrap it in NoGradGuard or detach() it"));
+    throw Error(str(op,
+                    ": in-place change of a tensor that requires grad while gradients are "
+                    "recorded; wrap it in NoGradGuard or detach() it"));
 }
 
 }  // namespace
@@ -114,7 +117,9 @@ TensorImpl& Tensor::impl() const {
   return *impl_;
 }
 
-int64_t Tensor::size(int64_t d) const { return shape()[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::size(int64_t d) const {
+  return shape()[wrap_dim(d, dim(), "size")];
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
@@ -295,8 +300,8 @@ Tensor Tensor::to(Device target, bool non_blocking) const {
                                      source.device().index, nbytes, stream));
     } else if (target.is_cuda()) {
       cudaStream_t stream = current_stream(target.index);
-      CUDA_CHECK(cudaMemcpyAsync(out.data_ptr(), source.data_ptr(), nbytes,
-                                 cudaMemcpyHostToDevice, stream));
+      CUDA_CHECK(cudaMemcpyAsync(out.data_ptr(), source.data_ptr(), nbytes, cudaMemcpyHostToDevice,
+                                 stream));
       if (source.is_pinned()) {
         PinnedPool::instance().record_use(source.data_ptr(), stream);
         // Pageable memory was staged by the driver already; pinned memory may still be read.
@@ -304,8 +309,8 @@ Tensor Tensor::to(Device target, bool non_blocking) const {
       }
     } else {
       cudaStream_t stream = current_stream(source.device().index);
-      CUDA_CHECK(cudaMemcpyAsync(out.data_ptr(), source.data_ptr(), nbytes,
-                                 cudaMemcpyDeviceToHost, stream));
+      CUDA_CHECK(cudaMemcpyAsync(out.data_ptr(), source.data_ptr(), nbytes, cudaMemcpyDeviceToHost,
+                                 stream));
       if (out.is_pinned()) PinnedPool::instance().record_use(out.data_ptr(), stream);
       // The host may read the result next: wait unless the caller asked not to.
       if (!(non_blocking && out.is_pinned())) CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -472,8 +477,7 @@ void Tensor::register_grad_ready_hook(GradReadyHook hook) {
 // ---- creation ----
 
 Tensor empty(const Shape& shape, const TensorOptions& options) {
-  for (int64_t s : shape)
-    SONATA_CHECK(s >= 0, "empty: negative size in shape ", shape_str(shape));
+  for (int64_t s : shape) SONATA_CHECK(s >= 0, "empty: negative size in shape ", shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = Storage::allocate(size_t(shape_numel(shape)) * dtype_size(options.dtype),
                                     options.device, options.pinned);
@@ -494,8 +498,12 @@ Tensor full(const Shape& shape, double value, const TensorOptions& options) {
   return t;
 }
 
-Tensor zeros(const Shape& shape, const TensorOptions& options) { return full(shape, 0, options); }
-Tensor ones(const Shape& shape, const TensorOptions& options) { return full(shape, 1, options); }
+Tensor zeros(const Shape& shape, const TensorOptions& options) {
+  return full(shape, 0, options);
+}
+Tensor ones(const Shape& shape, const TensorOptions& options) {
+  return full(shape, 1, options);
+}
 
 Tensor arange(double start, double end, double step, const TensorOptions& options) {
   SONATA_CHECK(step != 0, "arange: step must not be zero");
@@ -506,9 +514,15 @@ Tensor arange(double start, double end, double step, const TensorOptions& option
   return t;
 }
 
-Tensor empty_like(const Tensor& like) { return empty(like.shape(), like.options()); }
-Tensor zeros_like(const Tensor& like) { return zeros(like.shape(), like.options()); }
-Tensor ones_like(const Tensor& like) { return ones(like.shape(), like.options()); }
+Tensor empty_like(const Tensor& like) {
+  return empty(like.shape(), like.options());
+}
+Tensor zeros_like(const Tensor& like) {
+  return zeros(like.shape(), like.options());
+}
+Tensor ones_like(const Tensor& like) {
+  return ones(like.shape(), like.options());
+}
 
 Tensor from_blob(void* data, const Shape& shape, DType dtype, Device device) {
   auto impl = std::make_shared<TensorImpl>();

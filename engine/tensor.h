@@ -29,9 +29,21 @@ struct TensorOptions {
   bool requires_grad = false;
   bool pinned = false;  // page-locked host memory (CPU tensors, CUDA builds)
 
-  TensorOptions with(DType d) const { auto o = *this; o.dtype = d; return o; }
-  TensorOptions with(Device d) const { auto o = *this; o.device = d; return o; }
-  TensorOptions grad(bool r = true) const { auto o = *this; o.requires_grad = r; return o; }
+  TensorOptions with(DType d) const {
+    auto o = *this;
+    o.dtype = d;
+    return o;
+  }
+  TensorOptions with(Device d) const {
+    auto o = *this;
+    o.device = d;
+    return o;
+  }
+  TensorOptions grad(bool r = true) const {
+    auto o = *this;
+    o.requires_grad = r;
+    return o;
+  }
 };
 
 // Called once a leaf's gradient for the running backward is complete, in the order leaves
@@ -82,7 +94,7 @@ class Tensor {
   }
 
   // Views: share storage, no copy. Each is differentiable.
-  Tensor view(const Shape& shape) const;  // requires compatible strides; -1 infers one size
+  Tensor view(const Shape& shape) const;     // requires compatible strides; -1 infers one size
   Tensor reshape(const Shape& shape) const;  // a view when possible, else a copy
   Tensor permute(const std::vector<int64_t>& order) const;
   Tensor transpose(int64_t dim0, int64_t dim1) const;

@@ -46,6 +46,8 @@ std::string Tensor::to_string() const {
   return out.str();
 }
 
-std::ostream& operator<<(std::ostream& out, const Tensor& tensor) { return out << tensor.to_string(); }
+std::ostream& operator<<(std::ostream& out, const Tensor& tensor) {
+  return out << tensor.to_string();
+}
 
 }  // namespace sonata

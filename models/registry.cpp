@@ -45,7 +45,8 @@ double ModelConfig::get_double(const std::string& key, double fallback) const {
   throw Error(str("model option --", key, " expects a number, got '", it->second, "'"));
 }
 
-void ModelConfig::check_keys(const std::string& model, const std::vector<std::string>& known) const {
+void ModelConfig::check_keys(const std::string& model,
+                             const std::vector<std::string>& known) const {
   for (const auto& [key, value] : values_) {
     bool ok = false;
     for (const std::string& k : known) ok = ok || k == key;

@@ -26,13 +26,14 @@ Vgg::Vgg(const VggOptions& options) : options_(options) {
   SONATA_CHECK(options.num_classes > 0, "vgg19_bn: --num-classes must be positive");
   SONATA_CHECK(options.in_channels > 0, "vgg19_bn: --in-channels must be positive");
   SONATA_CHECK(options.width > 0, "vgg19_bn: --width must be positive");
-  SONATA_CHECK(options.dropout >= 0 && options.dropout < 1, "vgg19_bn: --dropout must be in [0, 1)");
+  SONATA_CHECK(options.dropout >= 0 && options.dropout < 1,
+               "vgg19_bn: --dropout must be in [0, 1)");
   features_ = register_module("features", std::make_shared<Sequential>());
   int64_t channels = options.in_channels;
   for (int64_t entry : kVgg19) {
     if (entry == 0) {
-      features_->push_back(std::make_shared<MaxPool2d>(std::array<int64_t, 2>{2, 2},
-                                                       std::array<int64_t, 2>{2, 2}));
+      features_->push_back(
+          std::make_shared<MaxPool2d>(std::array<int64_t, 2>{2, 2}, std::array<int64_t, 2>{2, 2}));
       continue;
     }
     const int64_t out = scaled(entry, options.width);
@@ -46,7 +47,8 @@ Vgg::Vgg(const VggOptions& options) : options_(options) {
     features_->push_back(std::make_shared<ReLU>());
     channels = out;
   }
-  avgpool_ = register_module("avgpool", std::make_shared<AdaptiveAvgPool2d>(std::array<int64_t, 2>{7, 7}));
+  avgpool_ =
+      register_module("avgpool", std::make_shared<AdaptiveAvgPool2d>(std::array<int64_t, 2>{7, 7}));
   const int64_t hidden = scaled(4096, options.width);
   classifier_ = register_module("classifier", std::make_shared<Sequential>());
   auto add_linear = [&](int64_t in, int64_t out) {

@@ -13,7 +13,7 @@ namespace sonata {
 struct VggOptions {
   int64_t num_classes = 1000;
   int64_t in_channels = 3;
-  double width = 1.0;    // channel and hidden-size multiplier, for small CPU runs
+  double width = 1.0;  // channel and hidden-size multiplier, for small CPU runs
   double dropout = 0.5;
 };
 

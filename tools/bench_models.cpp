@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
-    if (work != "vgg19_bn") throw sonata::Error(sonata::str("bench_models: unknown --work '", work, "'"));
+    if (work != "vgg19_bn")
+      throw sonata::Error(sonata::str("bench_models: unknown --work '", work, "'"));
     const Device device = Device::parse(device_name);
     if (batch == 0) batch = device.is_cuda() ? 64 : 8;
     if (size.empty()) size = device.is_cuda() ? "3x224x224" : "1x128x128";
@@ -84,9 +85,10 @@ int main(int argc, char** argv) {
     synchronize(device);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
-    std::printf("{\"work\": \"%s\", \"device\": \"%s\", \"precision\": \"fp32\", \"batch\": %d, "
-                "\"step_ms\": %.3f, \"images_per_s\": %.3f, \"peer\": \"sonata\"",
-                work.c_str(), device_name.c_str(), batch, seconds * 1e3, batch / seconds);
+    std::printf(
+        "{\"work\": \"%s\", \"device\": \"%s\", \"precision\": \"fp32\", \"batch\": %d, "
+        "\"step_ms\": %.3f, \"images_per_s\": %.3f, \"peer\": \"sonata\"",
+        work.c_str(), device_name.c_str(), batch, seconds * 1e3, batch / seconds);
     if (device.is_cuda())
       std::printf(", \"peak_mem_mib\": %.1f",
                   double(cuda_memory_stats(device.index).peak_allocated_bytes) / (1 << 20));

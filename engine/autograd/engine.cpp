@@ -13,7 +13,9 @@ namespace sonata {
 namespace {
 
 struct LaterFirst {
-  bool operator()(const Node* a, const Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+  bool operator()(const Node* a, const Node* b) const {
+    return a->sequence_nr() < b->sequence_nr();
+  }
 };
 
 void check_gradient(const Node& node, size_t input, const Tensor& grad) {

@@ -4,6 +4,10 @@ namespace sonata {
 namespace {
 thread_local bool t_grad_enabled = true;
 }
-bool GradMode::enabled() { return t_grad_enabled; }
-void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
+bool GradMode::enabled() {
+  return t_grad_enabled;
+}
+void GradMode::set_enabled(bool enabled) {
+  t_grad_enabled = enabled;
+}
 }  // namespace sonata

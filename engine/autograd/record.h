@@ -13,6 +13,8 @@ namespace sonata {
 bool needs_grad(const std::vector<Tensor>& inputs);
 void record(const std::string& name, const std::vector<Tensor>& inputs,
             const std::vector<Tensor*>& outputs, BackwardFn backward);
-inline Tensor save(const Tensor& tensor) { return tensor.defined() ? tensor.detach() : Tensor(); }
+inline Tensor save(const Tensor& tensor) {
+  return tensor.defined() ? tensor.detach() : Tensor();
+}
 
 }  // namespace sonata

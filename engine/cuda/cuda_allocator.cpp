@@ -41,7 +41,8 @@ CudaBlock cuda_allocate(size_t nbytes, int device) {
   DeviceCounters& c = g_counters[device];
   const int64_t now = c.allocated += int64_t(nbytes);
   int64_t peak = c.peak.load();
-  while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {}
+  while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {
+  }
   ++c.allocations;
   return block;
 }

@@ -27,15 +27,21 @@ Event::Event(bool timing) {
 Event::~Event() {
   if (event_) cudaEventDestroy(event_);
 }
-void Event::record(cudaStream_t stream) { CUDA_CHECK(cudaEventRecord(event_, stream)); }
-void Event::block(cudaStream_t stream) const { CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
+void Event::record(cudaStream_t stream) {
+  CUDA_CHECK(cudaEventRecord(event_, stream));
+}
+void Event::block(cudaStream_t stream) const {
+  CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0));
+}
 bool Event::query() const {
   const cudaError_t status = cudaEventQuery(event_);
   if (status == cudaErrorNotReady) return false;
   CUDA_CHECK(status);
   return true;
 }
-void Event::synchronize() const { CUDA_CHECK(cudaEventSynchronize(event_)); }
+void Event::synchronize() const {
+  CUDA_CHECK(cudaEventSynchronize(event_));
+}
 float Event::elapsed_ms(const Event& since) const {
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, since.event_, event_));
@@ -64,6 +70,8 @@ StreamGuard::StreamGuard(const Stream& stream)
     : device_(stream.device()), previous_(t_current_streams[stream.device()]) {
   t_current_streams[device_] = stream.get();
 }
-StreamGuard::~StreamGuard() { t_current_streams[device_] = previous_; }
+StreamGuard::~StreamGuard() {
+  t_current_streams[device_] = previous_;
+}
 
 }  // namespace sonata

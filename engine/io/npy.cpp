@@ -18,8 +18,8 @@ struct Descr {
   DType dtype;
 };
 // '<' little-endian, '|' byte-sized (no order).
-constexpr Descr kDescrs[] = {{"<f2", DType::f16}, {"<f4", DType::f32}, {"<f8", DType::f64},
-                             {"<i4", DType::i32}, {"<i8", DType::i64}, {"|u1", DType::u8},
+constexpr Descr kDescrs[] = {{"<f2", DType::f16},    {"<f4", DType::f32}, {"<f8", DType::f64},
+                             {"<i4", DType::i32},    {"<i8", DType::i64}, {"|u1", DType::u8},
                              {"|b1", DType::boolean}};
 
 // The header is a Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
@@ -57,7 +57,8 @@ Shape parse_shape(const std::string& text, const std::string& source) {
       throw Error(str(source, ": .npy shape ", text, " is not a tuple of sizes"));
     int64_t value = 0;
     while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      if (value > (int64_t(1) << 50)) throw Error(str(source, ": .npy shape ", text, " is too large"));
+      if (value > (int64_t(1) << 50))
+        throw Error(str(source, ": .npy shape ", text, " is too large"));
       value = value * 10 + (text[i++] - '0');
     }
     shape.push_back(value);
@@ -136,7 +137,8 @@ void save_npy(const std::string& path, const Tensor& tensor) {
   if (host.dim() > 1) shape.resize(shape.size() - 2);
   if (host.dim() == 1) shape.resize(shape.size() - 1);
   shape += ")";
-  std::string header = str("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape, ", }");
+  std::string header =
+      str("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape, ", }");
   // Pad with spaces so that the data starts on a 64-byte boundary, ending in a newline.
   const bool v2 = header.size() + 11 > 65535;
   const size_t prefix = v2 ? 12 : 10;

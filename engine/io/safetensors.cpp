@@ -25,10 +25,9 @@ struct DTypeName {
   const char* name;
   DType dtype;
 };
-constexpr DTypeName kDTypeNames[] = {{"F16", DType::f16}, {"BF16", DType::bf16},
-                                     {"F32", DType::f32}, {"F64", DType::f64},
-                                     {"I32", DType::i32}, {"I64", DType::i64},
-                                     {"U8", DType::u8},   {"BOOL", DType::boolean}};
+constexpr DTypeName kDTypeNames[] = {
+    {"F16", DType::f16}, {"BF16", DType::bf16}, {"F32", DType::f32}, {"F64", DType::f64},
+    {"I32", DType::i32}, {"I64", DType::i64},   {"U8", DType::u8},   {"BOOL", DType::boolean}};
 
 const char* safetensors_dtype(DType dtype) {
   for (const DTypeName& entry : kDTypeNames)
@@ -97,7 +96,8 @@ SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const st
     Entry entry{key, parse_dtype_name(value["dtype"].get<std::string>(), source, key), {}, 0, 0};
     uint64_t numel = 1;
     for (const json& dim : value["shape"]) {
-      if (!dim.is_number_unsigned()) throw Error(str(where, " has a shape entry that is not a size"));
+      if (!dim.is_number_unsigned())
+        throw Error(str(where, " has a shape entry that is not a size"));
       const uint64_t extent = dim.get<uint64_t>();
       if (extent > uint64_t(std::numeric_limits<int64_t>::max()) ||
           (extent != 0 && numel > payload_bytes / extent))
@@ -111,12 +111,13 @@ SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const st
     entry.begin = offsets[0].get<uint64_t>();
     entry.end = offsets[1].get<uint64_t>();
     if (entry.begin > entry.end || entry.end > payload_bytes)
-      throw Error(str(where, " has data_offsets [", entry.begin, ", ", entry.end,
-                      "] outside the ", payload_bytes, " bytes of data"));
+      throw Error(str(where, " has data_offsets [", entry.begin, ", ", entry.end, "] outside the ",
+                      payload_bytes, " bytes of data"));
     const uint64_t expected = numel * dtype_size(entry.dtype);
     if (entry.end - entry.begin != expected)
       throw Error(str(where, " holds ", entry.end - entry.begin, " bytes but its shape ",
-                      shape_str(entry.shape), " of ", dtype_name(entry.dtype), " needs ", expected));
+                      shape_str(entry.shape), " of ", dtype_name(entry.dtype), " needs ",
+                      expected));
     entries.push_back(std::move(entry));
   }
   std::sort(entries.begin(), entries.end(),
@@ -127,7 +128,8 @@ SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const st
                       "' overlap in the file"));
   for (const Entry& entry : entries) {
     Tensor t = empty(entry.shape, TensorOptions{}.with(entry.dtype));
-    if (entry.end > entry.begin) std::memcpy(t.data_ptr(), payload + entry.begin, entry.end - entry.begin);
+    if (entry.end > entry.begin)
+      std::memcpy(t.data_ptr(), payload + entry.begin, entry.end - entry.begin);
     contents.tensors.emplace_back(entry.name, t);
   }
   return contents;
@@ -144,7 +146,8 @@ SafetensorsContents load_safetensors(const std::string& path) {
   return parse_safetensors(bytes.data(), bytes.size(), path);
 }
 
-void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
+void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const Metadata& metadata) {
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::vector<Tensor> host;

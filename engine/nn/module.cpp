@@ -42,7 +42,8 @@ void Module::collect(const std::string& prefix, NamedTensors* parameters,
   if (buffers)
     for (const auto& [name, t] : buffers_)
       if (t.defined()) buffers->emplace_back(prefix + name, t);
-  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", parameters, buffers);
+  for (const auto& [name, child] : children_)
+    child->collect(prefix + name + ".", parameters, buffers);
 }
 
 NamedTensors Module::named_parameters() const {

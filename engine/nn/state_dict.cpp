@@ -37,7 +37,8 @@ LoadStateReport load_state_dict(Module& module, const NamedTensors& tensors,
       problems.push_back(str(name, ": shape ", shape_str(source.shape()), " in the file, ",
                              shape_str(target.shape()), " in the model"));
     } else if (source.dtype() != target.dtype() &&
-               !(options.convert_dtypes && is_floating(source.dtype()) && is_floating(target.dtype()))) {
+               !(options.convert_dtypes && is_floating(source.dtype()) &&
+                 is_floating(target.dtype()))) {
       problems.push_back(str(name, ": dtype ", dtype_name(source.dtype()), " in the file, ",
                              dtype_name(target.dtype()), " in the model"));
     } else {

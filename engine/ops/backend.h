@@ -18,13 +18,13 @@
 #include "kernels/cuda/random.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/softmax.h"
-#define SONATA_BACKEND(device, fn, ...)                                                  \
-  ((device).is_cuda()                                                                    \
+#define SONATA_BACKEND(device, fn, ...)                                                     \
+  ((device).is_cuda()                                                                       \
        ? ::sonata::kernels::cuda::fn(__VA_ARGS__, ::sonata::current_stream((device).index)) \
        : ::sonata::kernels::cpu::fn(__VA_ARGS__))
 #else
-#define SONATA_BACKEND(device, fn, ...)                                              \
-  ((device).is_cuda() ? throw ::sonata::Error(::sonata::str(                         \
-                            #fn " on ", (device).str(), ": ", ::sonata::cuda_unavailable_reason())) \
+#define SONATA_BACKEND(device, fn, ...)                                                           \
+  ((device).is_cuda() ? throw ::sonata::Error(::sonata::str(#fn " on ", (device).str(), ": ",     \
+                                                            ::sonata::cuda_unavailable_reason())) \
                       : ::sonata::kernels::cpu::fn(__VA_ARGS__))
 #endif

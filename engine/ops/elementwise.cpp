@@ -23,7 +23,8 @@ Tensor unary_op(UnaryOp op, const char* name, const Tensor& x, Saves saves, doub
   const Tensor in = x.contiguous();
   Tensor out = empty_like(in);
   if (in.numel() > 0)
-    SONATA_BACKEND(in.device(), unary, op, in.dtype(), in.data_ptr(), out.data_ptr(), in.numel(), a, b);
+    SONATA_BACKEND(in.device(), unary, op, in.dtype(), in.data_ptr(), out.data_ptr(), in.numel(), a,
+                   b);
   const Tensor saved_x = saves == Saves::input ? save(in) : Tensor();
   const Tensor saved_y = saves == Saves::output ? save(out) : Tensor();
   record(name, {x}, {&out}, [=](const std::vector<Tensor>& g) {
@@ -32,8 +33,8 @@ Tensor unary_op(UnaryOp op, const char* name, const Tensor& x, Saves saves, doub
     if (gy.numel() > 0)
       SONATA_BACKEND(gy.device(), unary_grad, op, gy.dtype(), gy.data_ptr(),
                      saved_x.defined() ? saved_x.data_ptr() : nullptr,
-                     saved_y.defined() ? saved_y.data_ptr() : nullptr, gx.data_ptr(), gy.numel(),
-                     a, b);
+                     saved_y.defined() ? saved_y.data_ptr() : nullptr, gx.data_ptr(), gy.numel(), a,
+                     b);
     return std::vector<Tensor>{gx};
   });
   return out;
@@ -70,10 +71,18 @@ Tensor binary_op(BinaryOp op, const char* name, const Tensor& a_in, const Tensor
     const Tensor& g = grads[0];
     Tensor ga, gb;
     switch (op) {
-      case BinaryOp::add: ga = g, gb = g; break;
-      case BinaryOp::sub: ga = g, gb = neg(g); break;
-      case BinaryOp::mul: ga = mul(g, sb), gb = mul(g, sa); break;
-      case BinaryOp::div: ga = div(g, sb), gb = neg(div(mul(g, so), sb)); break;
+      case BinaryOp::add:
+        ga = g, gb = g;
+        break;
+      case BinaryOp::sub:
+        ga = g, gb = neg(g);
+        break;
+      case BinaryOp::mul:
+        ga = mul(g, sb), gb = mul(g, sa);
+        break;
+      case BinaryOp::div:
+        ga = div(g, sb), gb = neg(div(mul(g, so), sb));
+        break;
       case BinaryOp::maximum:
       case BinaryOp::minimum: {
         // Ties share the gradient evenly, as torch.maximum does.
@@ -105,7 +114,9 @@ Tensor compare_op(CompareOp op, const char* name, const Tensor& a_in, const Tens
   return out;
 }
 
-Tensor scalar_like(double value, const Tensor& like) { return full({}, value, like.options()); }
+Tensor scalar_like(double value, const Tensor& like) {
+  return full({}, value, like.options());
+}
 
 // The scalar operand of an integer tensor: a fractional one makes the result f32 (as a Python
 // float does in torch) instead of being truncated to the integer dtype.
@@ -116,9 +127,15 @@ Tensor integer_tensor_scalar(double value, const Tensor& like) {
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::add, "add", a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::sub, "sub", a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::mul, "mul", a, b); }
+Tensor add(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::add, "add", a, b);
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::sub, "sub", a, b);
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::mul, "mul", a, b);
+}
 Tensor div(const Tensor& a, const Tensor& b) {
   // True division, as torch.div: integer operands divide in f32 (integer division would
   // truncate, and trap on a zero divisor).
@@ -142,20 +159,39 @@ Tensor mul(const Tensor& a, double b) {
   return unary_op(UnaryOp::affine, "mul_scalar", a, Saves::nothing, b, 0.0);
 }
 
-Tensor neg(const Tensor& x) { return unary_op(UnaryOp::neg, "neg", x, Saves::nothing); }
-Tensor exp(const Tensor& x) { return unary_op(UnaryOp::exp, "exp", x, Saves::output); }
-Tensor log(const Tensor& x) { return unary_op(UnaryOp::log, "log", x, Saves::input); }
-Tensor sqrt(const Tensor& x) { return unary_op(UnaryOp::sqrt, "sqrt", x, Saves::output); }
-Tensor rsqrt(const Tensor& x) { return unary_op(UnaryOp::rsqrt, "rsqrt", x, Saves::output); }
-Tensor abs(const Tensor& x) { return unary_op(UnaryOp::abs, "abs", x, Saves::input); }
-Tensor relu(const Tensor& x) { return unary_op(UnaryOp::relu, "relu", x, Saves::input); }
-Tensor sigmoid(const Tensor& x) { return unary_op(UnaryOp::sigmoid, "sigmoid", x, Saves::output); }
-Tensor tanh(const Tensor& x) { return unary_op(UnaryOp::tanh, "tanh", x, Saves::output); }
+Tensor neg(const Tensor& x) {
+  return unary_op(UnaryOp::neg, "neg", x, Saves::nothing);
+}
+Tensor exp(const Tensor& x) {
+  return unary_op(UnaryOp::exp, "exp", x, Saves::output);
+}
+Tensor log(const Tensor& x) {
+  return unary_op(UnaryOp::log, "log", x, Saves::input);
+}
+Tensor sqrt(const Tensor& x) {
+  return unary_op(UnaryOp::sqrt, "sqrt", x, Saves::output);
+}
+Tensor rsqrt(const Tensor& x) {
+  return unary_op(UnaryOp::rsqrt, "rsqrt", x, Saves::output);
+}
+Tensor abs(const Tensor& x) {
+  return unary_op(UnaryOp::abs, "abs", x, Saves::input);
+}
+Tensor relu(const Tensor& x) {
+  return unary_op(UnaryOp::relu, "relu", x, Saves::input);
+}
+Tensor sigmoid(const Tensor& x) {
+  return unary_op(UnaryOp::sigmoid, "sigmoid", x, Saves::output);
+}
+Tensor tanh(const Tensor& x) {
+  return unary_op(UnaryOp::tanh, "tanh", x, Saves::output);
+}
 Tensor pow(const Tensor& x, double exponent) {
   return unary_op(UnaryOp::pow, "pow", x, Saves::input, exponent);
 }
 Tensor hardtanh(const Tensor& x, double min_value, double max_value) {
-  SONATA_CHECK(min_value <= max_value, "hardtanh: min_value ", min_value, " > max_value ", max_value);
+  SONATA_CHECK(min_value <= max_value, "hardtanh: min_value ", min_value, " > max_value ",
+               max_value);
   return unary_op(UnaryOp::hardtanh, "hardtanh", x, Saves::input, min_value, max_value);
 }
 Tensor clamp(const Tensor& x, double min_value, double max_value) {
@@ -172,9 +208,9 @@ Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   shape = broadcast_shapes(shape, cond.shape(), "where");
   Tensor out = empty(shape, a.options());
   if (out.numel() > 0) {
-    const kernels::StridedLayout layout =
-        make_layout(shape, {broadcast_strides(cond, shape), broadcast_strides(a, shape),
-                            broadcast_strides(b, shape)});
+    const kernels::StridedLayout layout = make_layout(
+        shape,
+        {broadcast_strides(cond, shape), broadcast_strides(a, shape), broadcast_strides(b, shape)});
     SONATA_BACKEND(a.device(), where, a.dtype(), layout, cond.data<bool>(), a.data_ptr(),
                    b.data_ptr(), out.data_ptr());
   }
@@ -193,12 +229,24 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   return where(mask, scalar_like(value, x), x);
 }
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare_op(CompareOp::eq, "eq", a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare_op(CompareOp::ne, "ne", a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare_op(CompareOp::lt, "lt", a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare_op(CompareOp::le, "le", a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare_op(CompareOp::gt, "gt", a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare_op(CompareOp::ge, "ge", a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return compare_op(CompareOp::eq, "eq", a, b);
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  return compare_op(CompareOp::ne, "ne", a, b);
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return compare_op(CompareOp::lt, "lt", a, b);
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  return compare_op(CompareOp::le, "le", a, b);
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return compare_op(CompareOp::gt, "gt", a, b);
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return compare_op(CompareOp::ge, "ge", a, b);
+}
 
 Tensor cast(const Tensor& x, DType dtype) {
   if (x.dtype() == dtype) return x;
@@ -209,9 +257,8 @@ Tensor cast(const Tensor& x, DType dtype) {
   }
   if (!is_floating(dtype)) return out;  // no gradient through integer values
   const DType source = x.dtype();
-  record("cast", {x}, {&out}, [source](const std::vector<Tensor>& g) {
-    return std::vector<Tensor>{g[0].to(source)};
-  });
+  record("cast", {x}, {&out},
+         [source](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0].to(source)}; });
   return out;
 }
 

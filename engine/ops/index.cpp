@@ -31,8 +31,8 @@ void check_index_shape(const char* name, const Shape& x_shape, const Tensor& ind
                " dims, the tensor has ", x_shape.size());
   for (int64_t d = 0; d < index.dim(); ++d)
     SONATA_CHECK(d == dim || index.shape()[d] == x_shape[d], name, ": index shape ",
-                 shape_str(index.shape()), " must match ", shape_str(x_shape),
-                 " outside dim ", dim);
+                 shape_str(index.shape()), " must match ", shape_str(x_shape), " outside dim ",
+                 dim);
 }
 
 }  // namespace
@@ -75,7 +75,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   const Tensor saved_index = save(idx);
   const Shape in_shape = x.shape();
   record("gather", {x}, {&out}, [=](const std::vector<Tensor>& g) {
-    return std::vector<Tensor>{scatter_add(zeros(in_shape, g[0].options()), dim, saved_index, g[0])};
+    return std::vector<Tensor>{
+        scatter_add(zeros(in_shape, g[0].options()), dim, saved_index, g[0])};
   });
   return out;
 }

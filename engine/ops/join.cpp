@@ -18,8 +18,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     const Tensor& t = tensors[i];
     SONATA_CHECK(t.dtype() == first.dtype(), "cat: tensor ", i, " is ", dtype_name(t.dtype()),
                  ", tensor 0 is ", dtype_name(first.dtype()));
-    SONATA_CHECK(t.dim() == first.dim(), "cat: tensor ", i, " has ", t.dim(), " dims, tensor 0 has ",
-                 first.dim());
+    SONATA_CHECK(t.dim() == first.dim(), "cat: tensor ", i, " has ", t.dim(),
+                 " dims, tensor 0 has ", first.dim());
     for (int64_t d = 0; d < t.dim(); ++d)
       SONATA_CHECK(d == dim || t.shape()[d] == first.shape()[d], "cat: tensor ", i, " of shape ",
                    shape_str(t.shape()), " does not match tensor 0 of shape ",
@@ -36,7 +36,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       at += sizes[i];
     }
   }
-  record("cat", tensors, {&out}, [=](const std::vector<Tensor>& g) { return split(g[0], sizes, dim); });
+  record("cat", tensors, {&out},
+         [=](const std::vector<Tensor>& g) { return split(g[0], sizes, dim); });
   return out;
 }
 

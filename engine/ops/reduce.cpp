@@ -33,7 +33,8 @@ ReduceBlock reduce_block(const Tensor& x, const std::vector<int64_t>& dims) {
   }
   std::vector<int64_t> order;
   for (int64_t d = 0; d < x.dim(); ++d)
-    if (!std::binary_search(dims.begin(), dims.end(), d)) order.push_back(d), block.outer *= x.shape()[d];
+    if (!std::binary_search(dims.begin(), dims.end(), d))
+      order.push_back(d), block.outer *= x.shape()[d];
   for (int64_t d : dims) order.push_back(d), block.n *= x.shape()[d];
   block.input = x.permute(order).contiguous();
   return block;

@@ -41,7 +41,9 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* name) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false, "softmax"); }
+Tensor softmax(const Tensor& x, int64_t dim) {
+  return softmax_impl(x, dim, false, "softmax");
+}
 Tensor log_softmax(const Tensor& x, int64_t dim) {
   return softmax_impl(x, dim, true, "log_softmax");
 }

@@ -9,7 +9,15 @@
 namespace sonata::kernels {
 
 enum class UnaryOp : uint8_t {
-  neg, exp, log, sqrt, rsqrt, abs, relu, sigmoid, tanh,
+  neg,
+  exp,
+  log,
+  sqrt,
+  rsqrt,
+  abs,
+  relu,
+  sigmoid,
+  tanh,
   pow,       // x^a
   hardtanh,  // clamp to [a, b]; gradient 0 outside the open interval
   clamp,     // clamp to [a, b]; gradient 1 on the closed interval
@@ -23,19 +31,31 @@ template <typename C>
 SONATA_HD C unary_apply(UnaryOp op, C x, C a, C b) {
   using std::exp, std::log, std::sqrt, std::tanh, std::pow;
   switch (op) {
-    case UnaryOp::neg: return -x;
-    case UnaryOp::exp: return exp(x);
-    case UnaryOp::log: return log(x);
-    case UnaryOp::sqrt: return sqrt(x);
-    case UnaryOp::rsqrt: return C(1) / sqrt(x);
-    case UnaryOp::abs: return x < C(0) ? -x : x;
-    case UnaryOp::relu: return x > C(0) ? x : C(0);
-    case UnaryOp::sigmoid: return C(1) / (C(1) + exp(-x));
-    case UnaryOp::tanh: return tanh(x);
-    case UnaryOp::pow: return pow(x, a);
+    case UnaryOp::neg:
+      return -x;
+    case UnaryOp::exp:
+      return exp(x);
+    case UnaryOp::log:
+      return log(x);
+    case UnaryOp::sqrt:
+      return sqrt(x);
+    case UnaryOp::rsqrt:
+      return C(1) / sqrt(x);
+    case UnaryOp::abs:
+      return x < C(0) ? -x : x;
+    case UnaryOp::relu:
+      return x > C(0) ? x : C(0);
+    case UnaryOp::sigmoid:
+      return C(1) / (C(1) + exp(-x));
+    case UnaryOp::tanh:
+      return tanh(x);
+    case UnaryOp::pow:
+      return pow(x, a);
     case UnaryOp::hardtanh:
-    case UnaryOp::clamp: return x < a ? a : (x > b ? b : x);
-    case UnaryOp::affine: return a * x + b;
+    case UnaryOp::clamp:
+      return x < a ? a : (x > b ? b : x);
+    case UnaryOp::affine:
+      return a * x + b;
   }
   return x;
 }
@@ -45,19 +65,32 @@ template <typename C>
 SONATA_HD C unary_grad(UnaryOp op, C grad, C x, C y, C a, C b) {
   using std::pow;
   switch (op) {
-    case UnaryOp::neg: return -grad;
-    case UnaryOp::exp: return grad * y;
-    case UnaryOp::log: return grad / x;
-    case UnaryOp::sqrt: return grad * C(0.5) / y;
-    case UnaryOp::rsqrt: return grad * C(-0.5) * y * y * y;
-    case UnaryOp::abs: return x > C(0) ? grad : (x < C(0) ? -grad : C(0));
-    case UnaryOp::relu: return x > C(0) ? grad : C(0);
-    case UnaryOp::sigmoid: return grad * y * (C(1) - y);
-    case UnaryOp::tanh: return grad * (C(1) - y * y);
-    case UnaryOp::pow: return a == C(0) ? C(0) : grad * a * pow(x, a - C(1));
-    case UnaryOp::hardtanh: return (x > a && x < b) ? grad : C(0);
-    case UnaryOp::clamp: return (x >= a && x <= b) ? grad : C(0);
-    case UnaryOp::affine: return grad * a;
+    case UnaryOp::neg:
+      return -grad;
+    case UnaryOp::exp:
+      return grad * y;
+    case UnaryOp::log:
+      return grad / x;
+    case UnaryOp::sqrt:
+      return grad * C(0.5) / y;
+    case UnaryOp::rsqrt:
+      return grad * C(-0.5) * y * y * y;
+    case UnaryOp::abs:
+      return x > C(0) ? grad : (x < C(0) ? -grad : C(0));
+    case UnaryOp::relu:
+      return x > C(0) ? grad : C(0);
+    case UnaryOp::sigmoid:
+      return grad * y * (C(1) - y);
+    case UnaryOp::tanh:
+      return grad * (C(1) - y * y);
+    case UnaryOp::pow:
+      return a == C(0) ? C(0) : grad * a * pow(x, a - C(1));
+    case UnaryOp::hardtanh:
+      return (x > a && x < b) ? grad : C(0);
+    case UnaryOp::clamp:
+      return (x >= a && x <= b) ? grad : C(0);
+    case UnaryOp::affine:
+      return grad * a;
   }
   return grad;
 }
@@ -65,12 +98,18 @@ SONATA_HD C unary_grad(UnaryOp op, C grad, C x, C y, C a, C b) {
 template <typename C>
 SONATA_HD C binary_apply(BinaryOp op, C x, C y) {
   switch (op) {
-    case BinaryOp::add: return x + y;
-    case BinaryOp::sub: return x - y;
-    case BinaryOp::mul: return x * y;
-    case BinaryOp::div: return x / y;
-    case BinaryOp::maximum: return x > y || x != x ? x : y;  // NaN propagates
-    case BinaryOp::minimum: return x < y || x != x ? x : y;
+    case BinaryOp::add:
+      return x + y;
+    case BinaryOp::sub:
+      return x - y;
+    case BinaryOp::mul:
+      return x * y;
+    case BinaryOp::div:
+      return x / y;
+    case BinaryOp::maximum:
+      return x > y || x != x ? x : y;  // NaN propagates
+    case BinaryOp::minimum:
+      return x < y || x != x ? x : y;
   }
   return x;
 }
@@ -78,12 +117,18 @@ SONATA_HD C binary_apply(BinaryOp op, C x, C y) {
 template <typename C>
 SONATA_HD bool compare_apply(CompareOp op, C x, C y) {
   switch (op) {
-    case CompareOp::eq: return x == y;
-    case CompareOp::ne: return x != y;
-    case CompareOp::lt: return x < y;
-    case CompareOp::le: return x <= y;
-    case CompareOp::gt: return x > y;
-    case CompareOp::ge: return x >= y;
+    case CompareOp::eq:
+      return x == y;
+    case CompareOp::ne:
+      return x != y;
+    case CompareOp::lt:
+      return x < y;
+    case CompareOp::le:
+      return x <= y;
+    case CompareOp::gt:
+      return x > y;
+    case CompareOp::ge:
+      return x >= y;
   }
   return false;
 }

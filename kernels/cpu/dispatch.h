@@ -31,24 +31,38 @@ inline T store(C value) {
   return static_cast<T>(value);
 }
 template <>
-inline float load<Half>(Half value) { return float(value); }
+inline float load<Half>(Half value) {
+  return float(value);
+}
 template <>
-inline float load<BFloat16>(BFloat16 value) { return float(value); }
+inline float load<BFloat16>(BFloat16 value) {
+  return float(value);
+}
 template <>
-inline Half store<Half, float>(float value) { return Half(value); }
+inline Half store<Half, float>(float value) {
+  return Half(value);
+}
 template <>
-inline BFloat16 store<BFloat16, float>(float value) { return BFloat16(value); }
+inline BFloat16 store<BFloat16, float>(float value) {
+  return BFloat16(value);
+}
 template <>
-inline Half store<Half, double>(double value) { return Half(float(value)); }
+inline Half store<Half, double>(double value) {
+  return Half(float(value));
+}
 template <>
-inline BFloat16 store<BFloat16, double>(double value) { return BFloat16(float(value)); }
+inline BFloat16 store<BFloat16, double>(double value) {
+  return BFloat16(float(value));
+}
 
 // The floating types the CPU reference computes in.
 template <typename F>
 void dispatch_float(DType dtype, const char* kernel, F&& body) {
   switch (dtype) {
-    case DType::f32: return body.template operator()<float>();
-    case DType::f64: return body.template operator()<double>();
+    case DType::f32:
+      return body.template operator()<float>();
+    case DType::f64:
+      return body.template operator()<double>();
     default:
       throw Error(str(kernel, ": dtype ", dtype_name(dtype),
                       " is not supported on the CPU (use f32 or f64)"));
@@ -59,14 +73,22 @@ void dispatch_float(DType dtype, const char* kernel, F&& body) {
 template <typename F>
 void dispatch_all(DType dtype, F&& body) {
   switch (dtype) {
-    case DType::f16: return body.template operator()<Half>();
-    case DType::bf16: return body.template operator()<BFloat16>();
-    case DType::f32: return body.template operator()<float>();
-    case DType::f64: return body.template operator()<double>();
-    case DType::i32: return body.template operator()<int32_t>();
-    case DType::i64: return body.template operator()<int64_t>();
-    case DType::u8: return body.template operator()<uint8_t>();
-    case DType::boolean: return body.template operator()<bool>();
+    case DType::f16:
+      return body.template operator()<Half>();
+    case DType::bf16:
+      return body.template operator()<BFloat16>();
+    case DType::f32:
+      return body.template operator()<float>();
+    case DType::f64:
+      return body.template operator()<double>();
+    case DType::i32:
+      return body.template operator()<int32_t>();
+    case DType::i64:
+      return body.template operator()<int64_t>();
+    case DType::u8:
+      return body.template operator()<uint8_t>();
+    case DType::boolean:
+      return body.template operator()<bool>();
   }
 }
 
@@ -74,12 +96,18 @@ void dispatch_all(DType dtype, F&& body) {
 template <typename F>
 void dispatch_numeric(DType dtype, const char* kernel, F&& body) {
   switch (dtype) {
-    case DType::f32: return body.template operator()<float>();
-    case DType::f64: return body.template operator()<double>();
-    case DType::i32: return body.template operator()<int32_t>();
-    case DType::i64: return body.template operator()<int64_t>();
-    case DType::u8: return body.template operator()<uint8_t>();
-    case DType::boolean: return body.template operator()<bool>();
+    case DType::f32:
+      return body.template operator()<float>();
+    case DType::f64:
+      return body.template operator()<double>();
+    case DType::i32:
+      return body.template operator()<int32_t>();
+    case DType::i64:
+      return body.template operator()<int64_t>();
+    case DType::u8:
+      return body.template operator()<uint8_t>();
+    case DType::boolean:
+      return body.template operator()<bool>();
     default:
       throw Error(str(kernel, ": dtype ", dtype_name(dtype), " is not supported on the CPU"));
   }

@@ -76,8 +76,8 @@ void compare(CompareOp op, DType dtype, const StridedLayout& layout, const void*
   });
 }
 
-void where(DType dtype, const StridedLayout& layout, const bool* cond, const void* x,
-           const void* y, void* out) {
+void where(DType dtype, const StridedLayout& layout, const bool* cond, const void* x, const void* y,
+           void* out) {
   SONATA_NVTX_RANGE("sonata::cpu::where");
   dispatch_all(dtype, [&]<typename T>() {
     const T* xs = static_cast<const T*>(x);

@@ -20,8 +20,8 @@ void binary(BinaryOp op, DType dtype, const StridedLayout& layout, const void* x
 void compare(CompareOp op, DType dtype, const StridedLayout& layout, const void* x, const void* y,
              bool* out);
 // out = cond ? x : y; strides[0] cond, [1] x, [2] y.
-void where(DType dtype, const StridedLayout& layout, const bool* cond, const void* x,
-           const void* y, void* out);
+void where(DType dtype, const StridedLayout& layout, const bool* cond, const void* x, const void* y,
+           void* out);
 // dst[strides[0]] = cast(src[strides[1]]): contiguous(), to(dtype), cat, copy_ into views.
 void copy(DType dst_dtype, DType src_dtype, const StridedLayout& layout, const void* src,
           void* dst);

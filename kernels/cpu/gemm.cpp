@@ -11,8 +11,8 @@ namespace sonata::kernels::cpu {
 namespace {
 
 #if SONATA_WITH_BLAS
-void blas_gemm(float, const GemmShape& s, double alpha, const float* a, const float* b,
-               double beta, float* c) {
+void blas_gemm(float, const GemmShape& s, double alpha, const float* a, const float* b, double beta,
+               float* c) {
   cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
               s.trans_b ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, float(alpha), a, s.lda, b,
               s.ldb, float(beta), c, s.ldc);
@@ -20,8 +20,8 @@ void blas_gemm(float, const GemmShape& s, double alpha, const float* a, const fl
 void blas_gemm(double, const GemmShape& s, double alpha, const double* a, const double* b,
                double beta, double* c) {
   cblas_dgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
-              s.trans_b ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, alpha, a, s.lda, b, s.ldb,
-              beta, c, s.ldc);
+              s.trans_b ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, alpha, a, s.lda, b, s.ldb, beta,
+              c, s.ldc);
 }
 #else
 // Only for builds without OpenBLAS (the GPU machines, where the CPU is just the tests'

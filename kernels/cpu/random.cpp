@@ -34,8 +34,8 @@ void uniform(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t subseque
   });
 }
 
-void normal(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t subsequence,
-            uint64_t offset, double mean, double std) {
+void normal(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t subsequence, uint64_t offset,
+            double mean, double std) {
   SONATA_NVTX_RANGE("sonata::cpu::normal");
   dispatch_all(dtype, [&]<typename T>() {
     using C = std::conditional_t<std::is_same_v<T, double>, double, float>;

@@ -11,7 +11,7 @@ namespace sonata::kernels::cpu {
 void uniform(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t subsequence,
              uint64_t offset, double low, double high);
 // Normal(mean, std) by Box-Muller on lanes (0,1) and (2,3) of each block.
-void normal(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t subsequence,
-            uint64_t offset, double mean, double std);
+void normal(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t subsequence, uint64_t offset,
+            double mean, double std);
 
 }  // namespace sonata::kernels::cpu

@@ -11,10 +11,13 @@ namespace {
 template <typename A>
 A combine(ReduceOp op, A acc, A value) {
   switch (op) {
-    case ReduceOp::sum: return acc + value;
+    case ReduceOp::sum:
+      return acc + value;
     // NaN wins, as in torch.max / torch.amax.
-    case ReduceOp::max: return (value > acc || std::isnan(value)) && !std::isnan(acc) ? value : acc;
-    case ReduceOp::min: return (value < acc || std::isnan(value)) && !std::isnan(acc) ? value : acc;
+    case ReduceOp::max:
+      return (value > acc || std::isnan(value)) && !std::isnan(acc) ? value : acc;
+    case ReduceOp::min:
+      return (value < acc || std::isnan(value)) && !std::isnan(acc) ? value : acc;
   }
   return acc;
 }

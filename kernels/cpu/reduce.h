@@ -6,7 +6,6 @@
 #include "base/dtype.h"
 #include "kernels/common/reduce_op.h"
 
-
 namespace sonata::kernels::cpu {
 
 void reduce(ReduceOp op, DType dtype, const void* in, void* out, int64_t outer, int64_t n,

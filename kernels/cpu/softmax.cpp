@@ -29,7 +29,8 @@ void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, in
           const double log_total = std::log(total) + peak;
           for (int64_t r = 0; r < n; ++r) y[r * inner] = T(double(x[r * inner]) - log_total);
         } else {
-          for (int64_t r = 0; r < n; ++r) y[r * inner] = T(std::exp(double(x[r * inner]) - peak) / total);
+          for (int64_t r = 0; r < n; ++r)
+            y[r * inner] = T(std::exp(double(x[r * inner]) - peak) / total);
         }
       }
     }

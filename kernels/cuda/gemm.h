@@ -1,6 +1,6 @@
 #pragma once
-// Batched GEMM (see kernels/common/gemm_shape.h) through cuBLAS: f16 and bf16 with fp32 accumulation,
-// f32 (no TF32 unless asked), f64; asynchronous on `stream`.
+// Batched GEMM (see kernels/common/gemm_shape.h) through cuBLAS: f16 and bf16 with fp32
+// accumulation, f32 (no TF32 unless asked), f64; asynchronous on `stream`.
 #include <cstdint>
 
 #include <cuda_runtime_api.h>

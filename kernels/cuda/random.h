@@ -13,7 +13,7 @@ namespace sonata::kernels::cuda {
 void uniform(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t subsequence,
              uint64_t offset, double low, double high, cudaStream_t stream);
 // Normal(mean, std) by Box-Muller on lanes (0,1) and (2,3) of each block.
-void normal(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t subsequence,
-            uint64_t offset, double mean, double std, cudaStream_t stream);
+void normal(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t subsequence, uint64_t offset,
+            double mean, double std, cudaStream_t stream);
 
 }  // namespace sonata::kernels::cuda

@@ -6,7 +6,8 @@
 namespace sonata {
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool bias) {
-  weight_ = register_parameter("weight", default_uniform_init({out_features, in_features}, in_features));
+  weight_ =
+      register_parameter("weight", default_uniform_init({out_features, in_features}, in_features));
   if (bias) bias_ = register_parameter("bias", default_uniform_init({out_features}, in_features));
 }
 

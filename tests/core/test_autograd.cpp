@@ -15,7 +15,9 @@ Tensor leaf(std::vector<double> values, Shape shape) {
   t.set_requires_grad(true);
   return t;
 }
-std::vector<double> grad_of(const Tensor& t) { return t.grad().to_vector<double>(); }
+std::vector<double> grad_of(const Tensor& t) {
+  return t.grad().to_vector<double>();
+}
 }  // namespace
 
 TEST_CASE("a diamond graph sums both paths", "[core][autograd]") {
@@ -29,7 +31,8 @@ TEST_CASE("a diamond graph sums both paths", "[core][autograd]") {
   CHECK(grad_of(a) == std::vector<double>{1.5, -2.0});
 }
 
-TEST_CASE("a leaf used many times accumulates once per use and across backwards", "[core][autograd]") {
+TEST_CASE("a leaf used many times accumulates once per use and across backwards",
+          "[core][autograd]") {
   Tensor x = leaf({2.0}, {1});
   Tensor y = add(add(x, x), mul(x, 3.0));  // 5x
   y.backward();

@@ -11,9 +11,9 @@ using namespace sonata;
 TEST_CASE("f16 conversion matches IEEE binary16 on known values", "[core][half]") {
   CHECK(float_to_half_bits(1.0f) == 0x3c00);
   CHECK(float_to_half_bits(-2.0f) == 0xc000);
-  CHECK(float_to_half_bits(65504.0f) == 0x7bff);   // largest finite
-  CHECK(float_to_half_bits(65519.0f) == 0x7bff);   // rounds down
-  CHECK(float_to_half_bits(65520.0f) == 0x7c00);   // tie rounds to even: infinity
+  CHECK(float_to_half_bits(65504.0f) == 0x7bff);               // largest finite
+  CHECK(float_to_half_bits(65519.0f) == 0x7bff);               // rounds down
+  CHECK(float_to_half_bits(65520.0f) == 0x7c00);               // tie rounds to even: infinity
   CHECK(float_to_half_bits(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
   CHECK(float_to_half_bits(std::ldexp(1.0f, -26)) == 0x0000);  // below half of it: zero
   CHECK(float_to_half_bits(std::ldexp(1.0f, -14)) == 0x0400);  // smallest normal

@@ -34,8 +34,10 @@ TEST_CASE("Philox4x32-10 reproduces the Random123 known answers", "[core][rng]")
 
 TEST_CASE("rand values depend only on seed and position", "[core][rng]") {
   Generator a(42), b(42);
-  const std::vector<double> short_run = rand({10}, TensorOptions{}.with(DType::f64), &a).to_vector<double>();
-  const std::vector<double> long_run = rand({13}, TensorOptions{}.with(DType::f64), &b).to_vector<double>();
+  const std::vector<double> short_run =
+      rand({10}, TensorOptions{}.with(DType::f64), &a).to_vector<double>();
+  const std::vector<double> long_run =
+      rand({13}, TensorOptions{}.with(DType::f64), &b).to_vector<double>();
   for (size_t i = 0; i < short_run.size(); ++i) CHECK(short_run[i] == long_run[i]);
   // The generator moved past the blocks it used: the next draw is new.
   CHECK(a.offset() == 3);

@@ -78,8 +78,8 @@ TEST_CASE("permute and contiguous give row-major copies", "[core][tensor]") {
 }
 
 TEST_CASE("conversion to every dtype and back to f64", "[core][tensor]") {
-  const Tensor source = from_vector(std::vector<double>{-2.75, 0.0, 1.5, 3.0}, {4},
-                                    TensorOptions{}.with(DType::f64));
+  const Tensor source =
+      from_vector(std::vector<double>{-2.75, 0.0, 1.5, 3.0}, {4}, TensorOptions{}.with(DType::f64));
   for (DType dtype : kAllDTypes) {
     const std::vector<double> back = source.to(dtype).to(DType::f64).to_vector<double>();
     INFO(dtype_name(dtype));
@@ -87,11 +87,20 @@ TEST_CASE("conversion to every dtype and back to f64", "[core][tensor]") {
       case DType::f16:
       case DType::bf16:
       case DType::f32:
-      case DType::f64: CHECK(back == std::vector<double>{-2.75, 0.0, 1.5, 3.0}); break;
+      case DType::f64:
+        CHECK(back == std::vector<double>{-2.75, 0.0, 1.5, 3.0});
+        break;
       case DType::i32:
-      case DType::i64: CHECK(back == std::vector<double>{-2, 0, 1, 3}); break;  // truncation
-      case DType::u8: CHECK(back[1] == 0); CHECK(back[3] == 3); break;
-      case DType::boolean: CHECK(back == std::vector<double>{1, 0, 1, 1}); break;
+      case DType::i64:
+        CHECK(back == std::vector<double>{-2, 0, 1, 3});
+        break;  // truncation
+      case DType::u8:
+        CHECK(back[1] == 0);
+        CHECK(back[3] == 3);
+        break;
+      case DType::boolean:
+        CHECK(back == std::vector<double>{1, 0, 1, 1});
+        break;
     }
   }
   CHECK(from_vector(std::vector<double>{0.1}, {1}, TensorOptions{}.with(DType::f64))

@@ -46,7 +46,8 @@ TEST_CASE("vgg19_bn's state_dict matches torchvision's names, shapes and dtypes"
     INFO(theirs[i].name);
     CHECK(ours[i].first == theirs[i].name);
     CHECK(shape_text(ours[i].second.shape()) == theirs[i].shape);
-    CHECK(std::string(ours[i].second.dtype() == DType::i64 ? "int64" : "float32") == theirs[i].dtype);
+    CHECK(std::string(ours[i].second.dtype() == DType::i64 ? "int64" : "float32") ==
+          theirs[i].dtype);
     if (theirs[i].dtype == "float32" && theirs[i].name.find("running") == std::string::npos)
       parameters_from_torch += ours[i].second.numel();
   }
@@ -96,7 +97,8 @@ TEST_CASE("a narrow vgg19_bn trains one step on a spectrogram-shaped batch", "[m
   // BN layers counted the step and moved their running statistics.
   for (const auto& [name, b] : model->named_buffers())
     if (name == "features.1.num_batches_tracked") CHECK(b.item() == 1);
-  CHECK_THROWS_WITH(make_model("vgg19_bn", ModelConfig(std::map<std::string, std::string>{{"depth", "3"}})),
-                    Catch::Contains("--depth"));
+  CHECK_THROWS_WITH(
+      make_model("vgg19_bn", ModelConfig(std::map<std::string, std::string>{{"depth", "3"}})),
+      Catch::Contains("--depth"));
   CHECK_THROWS_WITH(model->forward(randn({1, 3, 32, 32})), Catch::Contains("[1, 3, 32, 32]"));
 }

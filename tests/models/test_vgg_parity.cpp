@@ -27,13 +27,15 @@ double relative_error(const Tensor& ours, const Tensor& theirs) {
   return scale > 0 ? diff / scale : diff;
 }
 
-double max_abs(const Tensor& t) { return amax(abs(t.to(DType::f64))).item(); }
+double max_abs(const Tensor& t) {
+  return amax(abs(t.to(DType::f64))).item();
+}
 
 ProbeOptions fixture_probe(const std::string& precision, bool train) {
   ProbeOptions options;
   options.model = "vgg19_bn";
-  options.model_options = {{"num-classes", "16"}, {"in-channels", "1"}, {"width", "0.03125"},
-                           {"dropout", "0"}};
+  options.model_options = {
+      {"num-classes", "16"}, {"in-channels", "1"}, {"width", "0.03125"}, {"dropout", "0"}};
   options.weights = kFolder + "/weights.safetensors";
   options.input = kFolder + "/input.npy";
   options.labels = kFolder + "/labels.npy";
@@ -47,8 +49,8 @@ ProbeOptions fixture_probe(const std::string& precision, bool train) {
 // BatchNorm after each conv removes any constant); torch reports rounding noise of
 // 1e-16..1e-14 for them, so they are checked to be as near zero as the precision allows
 // instead of relative to that noise. Every other gradient here is above 2e-2.
-void compare_with_torch(const NamedTensors& ours, const std::string& expected_file, double tolerance,
-                        double zero_bound) {
+void compare_with_torch(const NamedTensors& ours, const std::string& expected_file,
+                        double tolerance, double zero_bound) {
   std::map<std::string, Tensor> by_name(ours.begin(), ours.end());
   const SafetensorsContents expected = load_safetensors(kFolder + "/" + expected_file);
   REQUIRE(!expected.tensors.empty());
@@ -78,9 +80,10 @@ TEST_CASE("narrow vgg19_bn matches PyTorch in eval mode", "[models][vgg][parity]
   compare_with_torch(run_probe(fixture_probe("fp32", false)), "eval.safetensors", 1e-4, 0);
 }
 
-TEST_CASE("narrow vgg19_bn matches PyTorch in a training step: logits, loss, every gradient, BN "
-          "running statistics",
-          "[models][vgg][parity]") {
+TEST_CASE(
+    "narrow vgg19_bn matches PyTorch in a training step: logits, loss, every gradient, BN "
+    "running statistics",
+    "[models][vgg][parity]") {
   compare_with_torch(run_probe(fixture_probe("fp64", true)), "train.safetensors", 1e-9, 1e-12);
   compare_with_torch(run_probe(fixture_probe("fp32", true)), "train.safetensors", 1e-4, 1e-5);
 }

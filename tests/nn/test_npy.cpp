@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "base/error.h"
@@ -15,8 +15,16 @@ using namespace sonata;
 namespace {
 // A v1.0 file laid out by hand from NumPy's format description.
 std::vector<uint8_t> npy_file(const std::string& header, size_t data_bytes) {
-  std::vector<uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                                uint8_t(header.size() & 0xff), uint8_t(header.size() >> 8)};
+  std::vector<uint8_t> bytes = {0x93,
+                                'N',
+                                'U',
+                                'M',
+                                'P',
+                                'Y',
+                                1,
+                                0,
+                                uint8_t(header.size() & 0xff),
+                                uint8_t(header.size() >> 8)};
   bytes.insert(bytes.end(), header.begin(), header.end());
   for (size_t i = 0; i < data_bytes; ++i) bytes.push_back(uint8_t(i));
   return bytes;
@@ -69,7 +77,8 @@ TEST_CASE(".npy refuses damaged or unsupported files by name", "[io][npy]") {
              Catch::Contains("'shape'"));
   CHECK_THAT(npy_error(npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", 4)),
              Catch::Contains("not a tuple of sizes"));
-  CHECK_THAT(npy_error(npy_file(
-                 "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }", 4)),
-             Catch::Contains("larger than the file"));
+  CHECK_THAT(
+      npy_error(npy_file(
+          "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }", 4)),
+      Catch::Contains("larger than the file"));
 }

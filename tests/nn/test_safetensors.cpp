@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -59,7 +59,8 @@ TEST_CASE("safetensors reads a file laid out by the specification", "[io][safete
   REQUIRE(contents.tensors.size() == 2);
   CHECK(contents.tensors[0].first == "a");  // in data order
   CHECK(contents.tensors[0].second.shape() == Shape{2, 2});
-  CHECK(contents.tensors[0].second.to_vector<float>() == std::vector<float>{1.0f, -2.0f, 3.5f, 0.25f});
+  CHECK(contents.tensors[0].second.to_vector<float>() ==
+        std::vector<float>{1.0f, -2.0f, 3.5f, 0.25f});
   CHECK(contents.tensors[1].second.dtype() == DType::i64);
   CHECK(contents.tensors[1].second.item() == 7);
   CHECK(contents.metadata.at("format") == "pt");
@@ -68,7 +69,8 @@ TEST_CASE("safetensors reads a file laid out by the specification", "[io][safete
 TEST_CASE("safetensors round-trips every dtype and metadata", "[io][safetensors]") {
   NamedTensors tensors;
   const Tensor base = arange(0, 6, 1, TensorOptions{}.with(DType::f64)).reshape({2, 3});
-  for (DType dtype : kAllDTypes) tensors.emplace_back(std::string(dtype_name(dtype)), base.to(dtype));
+  for (DType dtype : kAllDTypes)
+    tensors.emplace_back(std::string(dtype_name(dtype)), base.to(dtype));
   tensors.emplace_back("empty", zeros({0, 4}));
   tensors.emplace_back("scalar", full({}, 2.5));
   tensors.emplace_back("strided", base.t());  // written contiguous
@@ -88,8 +90,8 @@ TEST_CASE("safetensors round-trips every dtype and metadata", "[io][safetensors]
 }
 
 TEST_CASE("safetensors refuses damaged files with one clear error", "[io][safetensors]") {
-  const std::vector<uint8_t> good = spec_file(
-      R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", float_bytes({1, 2}));
+  const std::vector<uint8_t> good =
+      spec_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", float_bytes({1, 2}));
   CHECK_THAT(parse_error(std::vector<uint8_t>(good.begin(), good.begin() + 5)),
              Catch::Contains("no header"));
   CHECK_THAT(parse_error(std::vector<uint8_t>(good.begin(), good.end() - 1)),
@@ -97,11 +99,12 @@ TEST_CASE("safetensors refuses damaged files with one clear error", "[io][safete
   std::vector<uint8_t> huge_header = good;
   huge_header[6] = 0xff;
   CHECK_THAT(parse_error(huge_header), Catch::Contains("runs past the end"));
-  CHECK_THAT(parse_error(spec_file(R"({"w":{"dtype":"F32",)", {})), Catch::Contains("not valid JSON"));
+  CHECK_THAT(parse_error(spec_file(R"({"w":{"dtype":"F32",)", {})),
+             Catch::Contains("not valid JSON"));
   CHECK_THAT(parse_error(spec_file(R"([1,2])", {})), Catch::Contains("not a JSON object"));
-  CHECK_THAT(parse_error(spec_file(R"({"w":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})",
-                                   {0})),
-             Catch::Contains("'F8_E4M3'"));
+  CHECK_THAT(
+      parse_error(spec_file(R"({"w":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})", {0})),
+      Catch::Contains("'F8_E4M3'"));
   CHECK_THAT(parse_error(spec_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
                                    float_bytes({1, 2}))),
              Catch::Contains("needs 12"));

@@ -10,11 +10,16 @@ namespace sonata::testing {
 
 Tolerance parity_tolerance(DType dtype) {
   switch (dtype) {
-    case DType::f64: return {1e-10, 1e-10};
-    case DType::f32: return {1e-5, 1e-4};
-    case DType::f16: return {1e-2, 1e-2};  // 11-bit mantissa, fp32 accumulation
-    case DType::bf16: return {5e-2, 5e-2};  // 8-bit mantissa
-    default: return {0, 0};
+    case DType::f64:
+      return {1e-10, 1e-10};
+    case DType::f32:
+      return {1e-5, 1e-4};
+    case DType::f16:
+      return {1e-2, 1e-2};  // 11-bit mantissa, fp32 accumulation
+    case DType::bf16:
+      return {5e-2, 5e-2};  // 8-bit mantissa
+    default:
+      return {0, 0};
   }
 }
 

@@ -15,7 +15,7 @@ namespace sonata::testing {
 
 struct GradCheckOptions {
   double eps = 1e-6;
-  double tolerance = 1e-6;  // on |g - g_num| / max(|g|, |g_num|, 1)
+  double tolerance = 1e-6;       // on |g - g_num| / max(|g|, |g_num|, 1)
   double kink_tolerance = 1e-3;  // left/right slope gap (scaled likewise) that marks a kink
   uint64_t seed = 1234;
   int max_skipped_percent = 20;  // more kinks than this and the check fails: pick better inputs

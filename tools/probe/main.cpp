@@ -25,11 +25,14 @@ int main(int argc, char** argv) {
   app.add_flag("--train", options.train, "train mode (batch statistics, dropout)");
   app.add_flag("--backward", options.backward, "loss and one backward");
   app.add_option("--device", options.device, "cpu | cuda | cuda:N")->capture_default_str();
-  app.add_option("--precision", options.precision, "fp32 | fp64 | fp16 | bf16")->capture_default_str();
+  app.add_option("--precision", options.precision, "fp32 | fp64 | fp16 | bf16")
+      ->capture_default_str();
   app.add_option("--out", options.out, "result file (.safetensors)")->required();
   CLI11_PARSE(app, argc, argv);
-  for (auto [key, value] : {std::pair{"num-classes", &num_classes}, {"in-channels", &in_channels},
-                            {"width", &width}, {"dropout", &dropout}})
+  for (auto [key, value] : {std::pair{"num-classes", &num_classes},
+                            {"in-channels", &in_channels},
+                            {"width", &width},
+                            {"dropout", &dropout}})
     if (!value->empty()) options.model_options[key] = *value;
   try {
     sonata::save_safetensors(options.out, sonata::run_probe(options));

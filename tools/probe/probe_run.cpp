@@ -14,13 +14,13 @@ NamedTensors run_probe(const ProbeOptions& options) {
   SONATA_CHECK(!options.input.empty(), "probe: --input x.npy is required");
   SONATA_CHECK(!options.backward || !options.labels.empty(),
                "probe: --backward needs --labels y.npy for the loss");
-  const DType dtype = options.precision == "fp64"  ? DType::f64
+  const DType dtype = options.precision == "fp64"   ? DType::f64
                       : options.precision == "fp16" ? DType::f16
                       : options.precision == "bf16" ? DType::bf16
-                      : options.precision == "fp32" ? DType::f32
-                                                    : throw Error(str("probe: --precision '",
-                                                                      options.precision,
-                                                                      "' is not fp32, fp64, fp16 or bf16"));
+                      : options.precision == "fp32"
+                          ? DType::f32
+                          : throw Error(str("probe: --precision '", options.precision,
+                                            "' is not fp32, fp64, fp16 or bf16"));
   const Device device = Device::parse(options.device);
   manual_seed(0);
   auto model = make_model(options.model, ModelConfig(options.model_options));
