@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "engine/io/file_bytes.h"
 
 namespace sonata {
 namespace {
@@ -24,7 +25,8 @@ constexpr Descr kDescrs[] = {{"<f2", DType::f16},    {"<f4", DType::f32}, {"<f8"
 
 // The header is a Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 std::string dict_value(std::string_view header, std::string_view key, const std::string& source) {
-  const std::string quoted = "'" + std::string(key) + "'";
+  std::string quoted(1, '\'');
+  quoted.append(key).push_back('\'');
   const size_t at = header.find(quoted);
   if (at == std::string_view::npos) throw Error(str(source, ": .npy header has no ", quoted));
   size_t colon = header.find(':', at + quoted.size());
@@ -116,13 +118,7 @@ Tensor parse_npy(const uint8_t* data, size_t size, const std::string& source) {
 }
 
 Tensor load_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw Error(str("cannot open '", path, "': ", std::strerror(errno)));
-  const std::streamsize size = in.tellg();
-  in.seekg(0);
-  std::vector<uint8_t> bytes(static_cast<size_t>(std::max<std::streamsize>(size, 0)));
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
-    throw Error(str("cannot read '", path, "'"));
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
   return parse_npy(bytes.data(), bytes.size(), path);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "engine/io/file_bytes.h"
 
 namespace sonata {
 namespace {
@@ -136,13 +137,7 @@ SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const st
 }
 
 SafetensorsContents load_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw Error(str("cannot open '", path, "': ", std::strerror(errno)));
-  const std::streamsize size = in.tellg();
-  in.seekg(0);
-  std::vector<uint8_t> bytes(static_cast<size_t>(std::max<std::streamsize>(size, 0)));
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
-    throw Error(str("cannot read '", path, "'"));
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
   return parse_safetensors(bytes.data(), bytes.size(), path);
 }
 

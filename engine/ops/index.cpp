@@ -8,17 +8,6 @@
 namespace sonata {
 namespace {
 
-struct Axis {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-Axis split_axis(const Shape& shape, int64_t dim) {
-  Axis axis;
-  for (int64_t d = 0; d < int64_t(shape.size()); ++d)
-    (d < dim ? axis.outer : d > dim ? axis.inner : axis.n) *= shape[d];
-  return axis;
-}
-
 void check_index(const char* name, const Tensor& x, const Tensor& index) {
   SONATA_CHECK(index.dtype() == DType::i64, name, ": indices must be i64, got ",
                dtype_name(index.dtype()));
@@ -42,7 +31,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   SONATA_CHECK(index.dim() == 1, "index_select: index must be 1-D, got ", shape_str(index.shape()));
   dim = wrap_dim(dim, x.dim(), "index_select");
   const Tensor in = x.contiguous(), idx = index.contiguous();
-  const Axis axis = split_axis(in.shape(), dim);
+  const AxisSplit axis = split_axis(in.shape(), dim);
   Shape shape = x.shape();
   shape[dim] = idx.numel();
   Tensor out = empty(shape, x.options());
@@ -67,7 +56,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   dim = wrap_dim(dim, x.dim(), "gather");
   check_index_shape("gather", x.shape(), index, dim);
   const Tensor in = x.contiguous(), idx = index.contiguous();
-  const Axis axis = split_axis(in.shape(), dim);
+  const AxisSplit axis = split_axis(in.shape(), dim);
   Tensor out = empty(idx.shape(), x.options());
   if (out.numel() > 0)
     SONATA_BACKEND(x.device(), gather, x.dtype(), in.data_ptr(), idx.data<int64_t>(),
@@ -92,7 +81,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
                " must equal the index shape ", shape_str(index.shape()));
   Tensor out = x.detach().clone();
   const Tensor idx = index.contiguous(), values = src.contiguous();
-  const Axis axis = split_axis(out.shape(), dim);
+  const AxisSplit axis = split_axis(out.shape(), dim);
   if (values.numel() > 0)
     SONATA_BACKEND(x.device(), scatter_add, x.dtype(), values.data_ptr(), idx.data<int64_t>(),
                    out.data_ptr(), axis.outer, axis.n, axis.inner, idx.shape()[dim]);

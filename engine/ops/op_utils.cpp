@@ -68,6 +68,13 @@ kernels::StridedLayout make_layout(const Shape& shape, const std::vector<Shape>&
   return layout;
 }
 
+AxisSplit split_axis(const Shape& shape, int64_t dim) {
+  AxisSplit axis;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+    (d < dim ? axis.outer : d > dim ? axis.inner : axis.n) *= shape[d];
+  return axis;
+}
+
 void check_same_device(std::string_view op, const std::vector<Tensor>& tensors) {
   for (const Tensor& t : tensors) {
     SONATA_CHECK(t.defined(), op, ": an input tensor is undefined");

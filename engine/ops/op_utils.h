@@ -15,6 +15,12 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape);
 // A kernel layout over `shape` for operands with the given strides, with dimensions merged
 // where every operand allows it (so contiguous operands come out 1-D).
 kernels::StridedLayout make_layout(const Shape& shape, const std::vector<Shape>& operand_strides);
+// A contiguous tensor seen as [outer, n, inner] around `dim`.
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+AxisSplit split_axis(const Shape& shape, int64_t dim);
+
 void check_same_device(std::string_view op, const std::vector<Tensor>& tensors);
 void check_floating(std::string_view op, const Tensor& t);
 // Empty `dims` means all; negative dims wrap; duplicates are an error. Sorted.

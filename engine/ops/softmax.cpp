@@ -7,22 +7,11 @@
 namespace sonata {
 namespace {
 
-struct Axis {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-Axis split_axis(const Shape& shape, int64_t dim) {
-  Axis axis;
-  for (int64_t d = 0; d < int64_t(shape.size()); ++d)
-    (d < dim ? axis.outer : d > dim ? axis.inner : axis.n) *= shape[d];
-  return axis;
-}
-
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* name) {
   check_floating(name, x);
   dim = wrap_dim(dim, x.dim(), name);
   const Tensor in = x.contiguous();
-  const Axis axis = split_axis(in.shape(), dim);
+  const AxisSplit axis = split_axis(in.shape(), dim);
   Tensor out = empty_like(in);
   if (in.numel() > 0)
     SONATA_BACKEND(in.device(), softmax, in.dtype(), log, in.data_ptr(), out.data_ptr(), axis.outer,
