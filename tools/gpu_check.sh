@@ -36,9 +36,11 @@ else
   exit 1
 fi
 
-ctest --test-dir "$build" -R '^cuda: ' --output-on-failure -j 4 --timeout 300 >"$results/cuda_tests.log" 2>&1
-row "CUDA tests" "$(grep -E 'tests passed|tests failed' "$results/cuda_tests.log" | tail -1)" "cuda_tests.log"
-ctest --test-dir "$build" -E '^cuda: ' --output-on-failure -j 8 --timeout 300 >"$results/cpu_tests.log" 2>&1
+ctest --test-dir "$build" -R '^cuda/' --output-on-failure -j 4 --timeout 300 >"$results/cuda_tests.log" 2>&1
+cuda_count=$(ctest --test-dir "$build" -N -R '^cuda/' | grep -c 'Test *#')
+row "CUDA tests" "$(grep -E 'tests passed|tests failed' "$results/cuda_tests.log" | tail -1)" "$cuda_count registered; cuda_tests.log"
+[ "$cuda_count" -gt 0 ] || row "CUDA tests" "FAILED" "no CUDA test registered: the name filter is wrong"
+ctest --test-dir "$build" -E '^cuda/' --output-on-failure -j 8 --timeout 300 >"$results/cpu_tests.log" 2>&1
 row "CPU tests" "$(grep -E 'tests passed|tests failed' "$results/cpu_tests.log" | tail -1)" "cpu_tests.log"
 
 "$build/smoke" --device cuda >"$results/smoke.log" 2>&1
