@@ -28,7 +28,10 @@ std::vector<Entry> torchvision_state_dict(const std::string& file) {
 std::string shape_text(const Shape& shape) {
   if (shape.empty()) return "scalar";
   std::string out;
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "x" : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out.push_back('x');
+    out.append(std::to_string(shape[i]));
+  }
   return out;
 }
 }  // namespace

@@ -15,18 +15,12 @@ using namespace sonata;
 namespace {
 // A v1.0 file laid out by hand from NumPy's format description.
 std::vector<uint8_t> npy_file(const std::string& header, size_t data_bytes) {
-  std::vector<uint8_t> bytes = {0x93,
-                                'N',
-                                'U',
-                                'M',
-                                'P',
-                                'Y',
-                                1,
-                                0,
-                                uint8_t(header.size() & 0xff),
-                                uint8_t(header.size() >> 8)};
-  bytes.insert(bytes.end(), header.begin(), header.end());
-  for (size_t i = 0; i < data_bytes; ++i) bytes.push_back(uint8_t(i));
+  const uint8_t prefix[] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, uint8_t(header.size() & 0xff),
+                            uint8_t(header.size() >> 8)};
+  std::vector<uint8_t> bytes(sizeof(prefix) + header.size() + data_bytes);
+  std::memcpy(bytes.data(), prefix, sizeof(prefix));
+  std::memcpy(bytes.data() + sizeof(prefix), header.data(), header.size());
+  for (size_t i = 0; i < data_bytes; ++i) bytes[sizeof(prefix) + header.size() + i] = uint8_t(i);
   return bytes;
 }
 std::string npy_error(const std::vector<uint8_t>& bytes) {

@@ -1,7 +1,7 @@
 // probe: compare sonata with PyTorch on the same weights and input.
-//   probe --model vgg19_bn --num-classes 16 --in-channels 1 --width 0.25 --dropout 0 \
-//         --weights W.safetensors --input x.npy --labels y.npy --train --backward \
-//         --device cpu --precision fp32 --out result.safetensors
+//   probe --model vgg19_bn --num-classes 16 --in-channels 1 --width 0.25 --dropout 0
+//         --weights W.safetensors --input x.npy --labels y.npy --train --backward
+//         --device cpu --precision fp32 --out result.safetensors  (one command line)
 // writes "logits", "loss", "grad.<param>" and the BatchNorm buffers after the step.
 #include <CLI/CLI.hpp>
 
