@@ -18,6 +18,7 @@
 #include "engine/ops.h"
 #include "models/layers/rnn.h"
 #include "tests/ops/op_test_util.h"
+#include "tests/support/text_fixture.h"
 
 using namespace sonata;
 using namespace sonata::testing;
@@ -27,18 +28,10 @@ namespace {
 using Fixture = std::map<std::string, std::vector<double>>;
 
 Fixture read_fixture(const std::string& name) {
-  const std::string path = std::string(SONATA_FIXTURES_DIR) + "/rnn/" + name + ".txt";
-  std::ifstream file(path);
-  INFO(path);
-  REQUIRE(file.good());
+  const TextFixture text =
+      read_text_fixture(std::string(SONATA_FIXTURES_DIR) + "/rnn/" + name + ".txt");
   Fixture fixture;
-  std::string line;
-  while (std::getline(file, line)) {
-    std::istringstream words(line);
-    std::string key, word;
-    words >> key;
-    while (words >> word) fixture[key].push_back(std::strtod(word.c_str(), nullptr));
-  }
+  for (const auto& [key, words] : text) fixture[key] = fixture_doubles(text, key);
   return fixture;
 }
 

@@ -14,36 +14,17 @@
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "tests/ops/op_test_util.h"
+#include "tests/support/text_fixture.h"
 
 using namespace sonata;
 using namespace sonata::testing;
 
 namespace {
 
-// key -> the line's tokens after the key.
-using Fixture = std::map<std::string, std::vector<std::string>>;
+using Fixture = TextFixture;
 
 Fixture read_fixture(const std::string& name) {
-  const std::string path = std::string(SONATA_FIXTURES_DIR) + "/ctc/" + name + ".txt";
-  std::ifstream file(path);
-  INFO(path);
-  REQUIRE(file.good());
-  Fixture fixture;
-  std::string line;
-  while (std::getline(file, line)) {
-    std::istringstream words(line);
-    std::string key, word;
-    words >> key;
-    while (words >> word) fixture[key].push_back(word);
-  }
-  return fixture;
-}
-
-// strtod, since istream's >> rejects "inf" and "nan".
-std::vector<double> doubles(const Fixture& f, const std::string& key) {
-  std::vector<double> out;
-  for (const std::string& word : f.at(key)) out.push_back(std::strtod(word.c_str(), nullptr));
-  return out;
+  return read_text_fixture(std::string(SONATA_FIXTURES_DIR) + "/ctc/" + name + ".txt");
 }
 
 std::vector<int64_t> integers(const Fixture& f, const std::string& key) {
@@ -78,8 +59,9 @@ void check_fixture(const std::string& name) {
   const Fixture f = read_fixture(name);
   const DType dtype = f.at("dtype")[0] == "f64" ? DType::f64 : DType::f32;
   const std::vector<int64_t> shape = integers(f, "shape");
-  const Tensor log_probs =
-      from_vector(doubles(f, "log_probs"), shape, f64_options()).to(dtype).set_requires_grad(true);
+  const Tensor log_probs = from_vector(fixture_doubles(f, "log_probs"), shape, f64_options())
+                               .to(dtype)
+                               .set_requires_grad(true);
   const Tensor targets = from_vector(integers(f, "targets"), integers(f, "targets_shape"));
   const std::vector<int64_t> input_lengths = integers(f, "input_lengths");
   const std::vector<int64_t> target_lengths = integers(f, "target_lengths");
@@ -90,12 +72,12 @@ void check_fixture(const std::string& name) {
   const Tensor loss =
       ctc_loss(log_probs, targets, from_vector(input_lengths, {int64_t(input_lengths.size())}),
                from_vector(target_lengths, {int64_t(target_lengths.size())}), options);
-  const std::vector<double> weights = doubles(f, "grad_weights");
+  const std::vector<double> weights = fixture_doubles(f, "grad_weights");
   loss.backward(from_vector(weights, loss.shape(), f64_options()).to(loss.dtype()));
   const double rtol = dtype == DType::f64 ? 1e-9 : 1e-4;
   const double atol = dtype == DType::f64 ? 1e-12 : 1e-6;
-  require_close(values_of(loss), doubles(f, "loss"), rtol, atol, "loss");
-  require_close(values_of(log_probs.grad()), doubles(f, "grad"), rtol, atol, "grad");
+  require_close(values_of(loss), fixture_doubles(f, "loss"), rtol, atol, "loss");
+  require_close(values_of(log_probs.grad()), fixture_doubles(f, "grad"), rtol, atol, "grad");
 }
 
 }  // namespace
