@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "base/error.h"
+#include "models/ds2.h"
 #include "models/vgg.h"
 
 namespace sonata {
@@ -16,6 +17,7 @@ using Factory = std::function<std::shared_ptr<Module>(const ModelConfig&)>;
 const std::vector<std::pair<std::string, Factory>>& factories() {
   static const std::vector<std::pair<std::string, Factory>> table = {
       {"vgg19_bn", [](const ModelConfig& c) { return make_vgg19_bn(c); }},
+      {"ds2", [](const ModelConfig& c) { return make_ds2(c); }},
   };
   return table;
 }
@@ -43,6 +45,20 @@ double ModelConfig::get_double(const std::string& key, double fallback) const {
   } catch (const std::exception&) {
   }
   throw Error(str("model option --", key, " expects a number, got '", it->second, "'"));
+}
+
+std::string ModelConfig::get_choice(const std::string& key, const std::string& fallback,
+                                    const std::vector<std::string>& choices) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) return fallback;
+  std::string accepted;
+  for (const std::string& choice : choices) {
+    if (choice == it->second) return choice;
+    if (!accepted.empty()) accepted.append(", ");
+    accepted.append(choice);
+  }
+  throw Error(
+      str("model option --", key, " expects one of ", accepted, ", got '", it->second, "'"));
 }
 
 void ModelConfig::check_keys(const std::string& model,

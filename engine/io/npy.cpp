@@ -1,8 +1,10 @@
 #include "engine/io/npy.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -102,18 +104,28 @@ Tensor parse_npy(const uint8_t* data, size_t size, const std::string& source) {
     throw Error(str(source, ": .npy dtype '", descr,
                     "' is not supported (little-endian f2, f4, f8, i4, i8, u1, b1)"));
   const size_t payload = size - header_start - header_length;
-  int64_t numel = 1;
+  int64_t numel = 1, span = 1;
   for (int64_t s : shape) {
     if (s != 0 && numel > int64_t(payload) / s + 1)
       throw Error(str(source, ": .npy shape ", shape_str(shape), " is larger than the file"));
     numel *= s;
+    // An empty array passes the size check whatever its other sizes; its strides (which
+    // count a 0 as 1) must still fit in int64.
+    if (s > 1 && span > std::numeric_limits<int64_t>::max() / s)
+      throw Error(str(source, ": .npy shape ", shape_str(shape), " is too large"));
+    span *= std::max<int64_t>(s, 1);
   }
   const size_t bytes = size_t(numel) * dtype_size(dtype);
   if (bytes != payload)
     throw Error(str(source, ": .npy data holds ", payload, " bytes but shape ", shape_str(shape),
                     " of ", dtype_name(dtype), " needs ", bytes));
+  const uint8_t* values = data + header_start + header_length;
+  // Any other byte in a bool would be undefined behaviour wherever the tensor is read.
+  if (dtype == DType::boolean &&
+      std::any_of(values, values + bytes, [](uint8_t b) { return b > 1; }))
+    throw Error(str(source, ": .npy bool data holds bytes other than 0 and 1"));
   Tensor t = empty(shape, TensorOptions{}.with(dtype));
-  if (bytes) std::memcpy(t.data_ptr(), data + header_start + header_length, bytes);
+  if (bytes) std::memcpy(t.data_ptr(), values, bytes);
   return t;
 }
 

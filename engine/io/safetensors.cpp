@@ -95,7 +95,7 @@ SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const st
         value["data_offsets"].size() != 2)
       throw Error(str(where, " needs a string dtype, a shape list and two data_offsets"));
     Entry entry{key, parse_dtype_name(value["dtype"].get<std::string>(), source, key), {}, 0, 0};
-    uint64_t numel = 1;
+    uint64_t numel = 1, span = 1;
     for (const json& dim : value["shape"]) {
       if (!dim.is_number_unsigned())
         throw Error(str(where, " has a shape entry that is not a size"));
@@ -104,6 +104,11 @@ SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const st
           (extent != 0 && numel > payload_bytes / extent))
         throw Error(str(where, " has a shape larger than the file"));
       numel *= extent;
+      // An empty tensor passes the size check whatever its other sizes; its strides (which
+      // count a 0 as 1) must still fit in int64.
+      if (extent > 1 && span > uint64_t(std::numeric_limits<int64_t>::max()) / extent)
+        throw Error(str(where, " has an empty shape whose other sizes overflow int64"));
+      span *= std::max<uint64_t>(extent, 1);
       entry.shape.push_back(int64_t(extent));
     }
     const json& offsets = value["data_offsets"];
@@ -128,6 +133,10 @@ SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const st
       throw Error(str(source, ": tensors '", entries[i - 1].name, "' and '", entries[i].name,
                       "' overlap in the file"));
   for (const Entry& entry : entries) {
+    // Any other byte in a bool would be undefined behaviour wherever the tensor is read.
+    if (entry.dtype == DType::boolean &&
+        std::any_of(payload + entry.begin, payload + entry.end, [](uint8_t b) { return b > 1; }))
+      throw Error(str(source, ": tensor '", entry.name, "' holds BOOL bytes other than 0 and 1"));
     Tensor t = empty(entry.shape, TensorOptions{}.with(entry.dtype));
     if (entry.end > entry.begin)
       std::memcpy(t.data_ptr(), payload + entry.begin, entry.end - entry.begin);

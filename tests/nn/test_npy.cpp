@@ -76,3 +76,32 @@ TEST_CASE(".npy refuses damaged or unsupported files by name", "[io][npy]") {
           "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }", 4)),
       Catch::Contains("larger than the file"));
 }
+
+TEST_CASE(".npy inputs found by the fuzzer (tools/fuzz.sh) stay refused", "[io][npy][fuzz]") {
+  // An empty array whose other sizes multiply past int64: its strides overflowed (UBSan:
+  // signed integer overflow in contiguous_strides). The fuzzer's input, byte for byte.
+  const char found[] =
+      "\x93NUMPY\x01\x00v\x00{'descr': '|b1', 'fortran_order': False, 'shape': "
+      "(0,00000000000100000400000000 40008000 3)PY\x01\x00\x00\x00\x04\xfb\x00\x00\x00\x00\x00"
+      "\x00\x00\x00\x00\x00\x00\x00\x00     \x0a";
+  const std::vector<uint8_t> bytes(found, found + sizeof(found) - 1);
+  REQUIRE(bytes.size() == 128);
+  CHECK_THAT(npy_error(bytes), Catch::Contains("too large"));
+  CHECK_THAT(
+      npy_error(npy_file(
+          "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1099511627776, 8388608), }", 0)),
+      Catch::Contains("too large"));
+  // Empty arrays with large but representable sizes are still read.
+  const std::vector<uint8_t> empty =
+      npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1099511627776), }", 0);
+  CHECK(parse_npy(empty.data(), empty.size(), "empty.npy").shape() == Shape{0, 1099511627776});
+}
+
+TEST_CASE(".npy bool data holds only 0 and 1", "[io][npy]") {
+  std::vector<uint8_t> bytes =
+      npy_file("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", 3);  // 0, 1, 2
+  CHECK_THAT(npy_error(bytes), Catch::Contains("bytes other than 0 and 1"));
+  bytes.back() = 1;
+  CHECK(parse_npy(bytes.data(), bytes.size(), "mask.npy").to_vector<double>() ==
+        std::vector<double>{0, 1, 1});
+}

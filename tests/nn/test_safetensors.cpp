@@ -132,3 +132,25 @@ TEST_CASE("a failed save leaves no file and names the path", "[io][safetensors]"
   CHECK_THROWS_WITH(load_safetensors("/nonexistent-dir/x.safetensors"),
                     Catch::Contains("cannot open"));
 }
+
+TEST_CASE("safetensors refuses what the fuzzer's findings need refused",
+          "[io][safetensors][fuzz]") {
+  // An empty tensor whose other sizes multiply past int64 passes the size check; its strides
+  // would overflow (the same input shape as the .npy reader's fuzzer finding).
+  CHECK_THAT(
+      parse_error(spec_file(
+          R"({"w":{"dtype":"F32","shape":[0,1099511627776,8388608],"data_offsets":[0,0]}})", {})),
+      Catch::Contains("overflow int64"));
+  const std::vector<uint8_t> empty =
+      spec_file(R"({"w":{"dtype":"F32","shape":[0,1099511627776],"data_offsets":[0,0]}})", {});
+  CHECK(parse_safetensors(empty.data(), empty.size(), "empty").tensors.at(0).second.shape() ==
+        Shape{0, 1099511627776});
+  // Any byte but 0 and 1 in a bool is undefined behaviour wherever the tensor is read.
+  std::vector<uint8_t> mask =
+      spec_file(R"({"m":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})", {0, 1, 2});
+  CHECK_THAT(parse_error(mask), Catch::Contains("'m' holds BOOL bytes other than 0 and 1"));
+  mask.back() = 1;
+  CHECK(parse_safetensors(mask.data(), mask.size(), "mask")
+            .tensors.at(0)
+            .second.to_vector<double>() == std::vector<double>{0, 1, 1});
+}

@@ -1,0 +1,166 @@
+#include "models/ds2.h"
+
+#include <array>
+#include <string>
+
+#include "base/error.h"
+#include "engine/ops.h"
+#include "models/layers/batch_norm.h"
+#include "models/layers/conv2d.h"
+#include "models/layers/simple.h"
+
+namespace sonata {
+namespace {
+
+constexpr int64_t kConvChannels = 32;
+constexpr double kHardtanhMax = 20.0;
+
+struct ConvSpec {
+  int64_t in_channels;
+  std::array<int64_t, 2> kernel, stride, padding;  // (time, frequency)
+};
+constexpr ConvSpec kConvs[] = {
+    {1, {11, 41}, {2, 2}, {5, 20}},
+    {kConvChannels, {11, 21}, {1, 2}, {5, 10}},
+};
+
+// torch's conv output size; the floor matters for an empty sequence (numerator -1).
+int64_t conv_output_size(int64_t size, int64_t kernel, int64_t stride, int64_t padding) {
+  const int64_t numerator = size + 2 * padding - (kernel - 1) - 1;
+  const int64_t floor = numerator >= 0 ? numerator / stride : -((-numerator + stride - 1) / stride);
+  return floor + 1;
+}
+
+int64_t conv_output_features(int64_t num_mels) {
+  int64_t features = num_mels;
+  for (const ConvSpec& conv : kConvs)
+    features = conv_output_size(features, conv.kernel[1], conv.stride[1], conv.padding[1]);
+  return features;
+}
+
+std::vector<int64_t> checked_lengths(const Tensor& lengths, int64_t batch, int64_t frames) {
+  if (!lengths.defined()) return std::vector<int64_t>(size_t(batch), frames);
+  SONATA_CHECK((lengths.dtype() == DType::i64 || lengths.dtype() == DType::i32) &&
+                   lengths.shape() == Shape{batch},
+               "ds2: input lengths must be integers [", batch, "], got ",
+               dtype_name(lengths.dtype()), " ", shape_str(lengths.shape()));
+  const std::vector<int64_t> values = lengths.to(Device::cpu()).to(DType::i64).to_vector<int64_t>();
+  for (size_t n = 0; n < values.size(); ++n)
+    SONATA_CHECK(values[n] >= 0 && values[n] <= frames, "ds2: input length ", values[n],
+                 " of sample ", n, " is outside [0, ", frames, "] (the input's frames)");
+  return values;
+}
+
+}  // namespace
+
+Ds2::Ds2(const Ds2Options& options) : options_(options) {
+  SONATA_CHECK(options.num_mels > 0, "ds2: --num-mels must be positive");
+  SONATA_CHECK(options.num_classes > 1,
+               "ds2: --num-classes must be at least 2 (blank and one label)");
+  SONATA_CHECK(options.hidden > 0, "ds2: --hidden must be positive");
+  SONATA_CHECK(options.layers > 0, "ds2: --layers must be positive");
+  SONATA_CHECK(options.bidirectional || !options.sum_directions,
+               "ds2: --merge sum needs a bidirectional RNN (--bidirectional 1)");
+
+  conv_ = register_module("conv", std::make_shared<Sequential>());
+  for (const ConvSpec& spec : kConvs) {
+    conv_->push_back(std::make_shared<Conv2d>(spec.in_channels, kConvChannels, spec.kernel,
+                                              Conv2dParams{spec.stride, spec.padding, {1, 1}}));
+    conv_->push_back(std::make_shared<BatchNorm>(kConvChannels));
+    conv_->push_back(std::make_shared<Hardtanh>(0.0, kHardtanhMax));
+  }
+
+  const int64_t features = kConvChannels * conv_output_features(options.num_mels);
+  const bool sum = options.bidirectional && options.sum_directions;
+  if (options.seq_batch_norm || sum) {
+    auto rnns = register_module("rnns", std::make_shared<Sequential>());
+    int64_t inputs = features;
+    for (int64_t k = 0; k < options.layers; ++k) {
+      BatchRnnOptions layer;
+      layer.kind = options.rnn;
+      layer.input_size = inputs;
+      layer.hidden_size = options.hidden;
+      layer.bidirectional = options.bidirectional;
+      layer.sum_directions = sum;
+      layer.batch_norm = options.seq_batch_norm && k > 0;
+      layers_.push_back(std::make_shared<BatchRnn>(layer));
+      rnns->push_back(layers_.back());
+      inputs = layers_.back()->output_size();
+    }
+  } else {
+    RnnOptions rnn;
+    rnn.input_size = features;
+    rnn.hidden_size = options.hidden;
+    rnn.num_layers = options.layers;
+    rnn.bidirectional = options.bidirectional;
+    rnn_ = register_module("rnn", make_recurrent(options.rnn, rnn));
+  }
+  const int64_t fc_inputs = options.hidden * (options.bidirectional && !sum ? 2 : 1);
+  fc_ = register_module("fc", std::make_shared<Linear>(fc_inputs, options.num_classes));
+}
+
+int64_t Ds2::output_frames(int64_t frames) const {
+  for (const ConvSpec& conv : kConvs)
+    frames = conv_output_size(frames, conv.kernel[0], conv.stride[0], conv.padding[0]);
+  return frames;
+}
+
+Tensor Ds2::forward(const Tensor& x) {
+  return forward(x, Tensor()).output;
+}
+
+Ds2Output Ds2::forward(const Tensor& x, const Tensor& lengths) {
+  Ds2Output out = forward_logits(x, lengths);
+  // Half-precision logits are normalised in f32, as the peer's .float().log_softmax(-1).
+  const DType dtype = out.output.dtype();
+  const Tensor logits =
+      dtype == DType::f16 || dtype == DType::bf16 ? cast(out.output, DType::f32) : out.output;
+  out.output = log_softmax(logits, 2);
+  return out;
+}
+
+Ds2Output Ds2::forward_logits(const Tensor& input, const Tensor& lengths) {
+  SONATA_CHECK(input.defined() && input.dim() == 4 && input.size(1) == 1 &&
+                   input.size(3) == options_.num_mels,
+               "ds2: expected input [N, 1, T, ", options_.num_mels, "], got ",
+               input.defined() ? shape_str(input.shape()) : std::string("undefined"));
+  const int64_t batch = input.size(0), frames = input.size(2);
+  std::vector<int64_t> valid = checked_lengths(lengths, batch, frames);
+  for (int64_t& length : valid) length = output_frames(length);
+  const Tensor output_lengths = from_vector(valid, {batch});
+
+  Tensor x = conv_->forward(input);  // [N, 32, T', F']
+  const int64_t steps = x.size(2);
+  x = x.permute({2, 0, 1, 3}).reshape({steps, batch, -1});
+  if (layered()) {
+    for (const auto& layer : layers_) x = layer->forward(x, output_lengths);
+  } else {
+    x = rnn_->forward(x, output_lengths).output;
+  }
+  return {fc_->forward(x), output_lengths};
+}
+
+std::shared_ptr<Module> make_ds2(const ModelConfig& config) {
+  config.check_keys("ds2", {"num-mels", "num-classes", "vocab-size", "hidden", "layers", "rnn",
+                            "bidirectional", "merge", "seq-batch-norm"});
+  Ds2Options options;
+  options.num_mels = config.get_int("num-mels", options.num_mels);
+  options.num_classes = config.get_int("num-classes", options.num_classes);
+  if (config.has("vocab-size")) {
+    const int64_t vocab = config.get_int("vocab-size", options.num_classes);
+    SONATA_CHECK(!config.has("num-classes") || vocab == options.num_classes, "ds2: --vocab-size ",
+                 vocab, " and --num-classes ", options.num_classes,
+                 " disagree (they name the same thing; give one)");
+    options.num_classes = vocab;
+  }
+  options.hidden = config.get_int("hidden", options.hidden);
+  options.layers = config.get_int("layers", options.layers);
+  options.rnn =
+      config.get_choice("rnn", "lstm", {"lstm", "gru"}) == "gru" ? RnnKind::gru : RnnKind::lstm;
+  options.bidirectional = config.get_choice("bidirectional", "1", {"0", "1"}) == "1";
+  options.sum_directions = config.get_choice("merge", "concat", {"concat", "sum"}) == "sum";
+  options.seq_batch_norm = config.get_choice("seq-batch-norm", "0", {"0", "1"}) == "1";
+  return std::make_shared<Ds2>(options);
+}
+
+}  // namespace sonata

@@ -1,0 +1,77 @@
+#pragma once
+// DeepSpeech2, by default exactly the DS2-small of ../shared/bench/peer_torch.py:
+//   conv: Conv2d(1, 32, (11, 41), stride (2, 2), padding (5, 20)), BatchNorm2d, Hardtanh(0, 20),
+//         Conv2d(32, 32, (11, 21), stride (1, 2), padding (5, 10)), BatchNorm2d, Hardtanh(0, 20)
+//   over log-mel input [N, 1, T, F = 80]; its output [N, 32, T', F'] becomes [T', N, 32 * F'];
+//   rnn:  LSTM(32 * 20, 256, 3 layers, bidirectional, directions concatenated);
+//   fc:   Linear(512, 29); log_softmax over the classes.
+// State-dict names are that torch module's (conv.0.weight, conv.1.running_mean,
+// rnn.weight_ih_l0_reverse, fc.weight, ...), so its weights load unchanged.
+//
+// Options: the RNN may be a GRU, of any size and depth, unidirectional, with the directions
+// summed instead of concatenated, and with sequence-wise BatchNorm1d over the input of every
+// RNN layer after the first. Summing and BatchNorm act between layers, so with either one
+// each layer is its own module as in deepspeech.pytorch's BatchRNN stack: rnns.{k}.bn.*
+// (k >= 1) and rnns.{k}.rnn.weight_ih_l0..., and the sum is taken after every layer (the next
+// layer reads H features, and fc is Linear(H, C)).
+//
+// Ragged batches: the convs run over the padded batch as it is (no masking of padded frames,
+// unlike deepspeech.pytorch's MaskConv), so BatchNorm2d's batch statistics include the padding
+// and the last valid frames see padded neighbours; the RNN then takes each sample's output
+// length (pack_padded_sequence semantics), and frames past it give 0 to fc.
+#include <memory>
+#include <vector>
+
+#include "engine/nn/module.h"
+#include "models/layers/batch_rnn.h"
+#include "models/layers/linear.h"
+#include "models/registry.h"
+
+namespace sonata {
+
+struct Ds2Options {
+  int64_t num_mels = 80;
+  int64_t num_classes = 29;  // blank, space, apostrophe, a-z
+  int64_t hidden = 256;
+  int64_t layers = 3;
+  RnnKind rnn = RnnKind::lstm;
+  bool bidirectional = true;
+  bool sum_directions = false;
+  bool seq_batch_norm = false;
+};
+
+struct Ds2Output {
+  Tensor output;          // [T', N, C]: log-probabilities, or logits from forward_logits
+  Tensor output_lengths;  // i64 CPU [N]: each sample's valid frames of the output
+};
+
+class Ds2 : public Module {
+ public:
+  explicit Ds2(const Ds2Options& options);
+  // Log-probabilities [T', N, C], every sample taken as full length.
+  Tensor forward(const Tensor& x) override;
+  // x [N, 1, T, F]; lengths i64 or i32 [N] with values in [0, T] (undefined: all T).
+  Ds2Output forward(const Tensor& x, const Tensor& lengths);
+  // The same before log_softmax, for ctc_loss_from_logits.
+  Ds2Output forward_logits(const Tensor& x, const Tensor& lengths);
+
+  // Output frames for `frames` input frames: each conv's
+  // floor((L + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1 along time.
+  int64_t output_frames(int64_t frames) const;
+  const Ds2Options& options() const { return options_; }
+
+ private:
+  bool layered() const { return !layers_.empty(); }
+
+  Ds2Options options_;
+  std::shared_ptr<Sequential> conv_;
+  std::shared_ptr<RecurrentBase> rnn_;             // the default: one torch-style RNN stack
+  std::vector<std::shared_ptr<BatchRnn>> layers_;  // or one module per layer (under "rnns")
+  std::shared_ptr<Linear> fc_;
+};
+
+// Options from the registry's strings: num-mels, num-classes (or vocab-size), hidden,
+// layers, rnn (lstm | gru), bidirectional (0 | 1), merge (concat | sum), seq-batch-norm (0 | 1).
+std::shared_ptr<Module> make_ds2(const ModelConfig& config);
+
+}  // namespace sonata
