@@ -30,7 +30,8 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device, bool pi
           data, nbytes, device, [](void* p) { PinnedPool::instance().release(p); }, true);
     }
 #endif
-    return std::make_shared<Storage>(cpu_allocate(nbytes), nbytes, device, cpu_free);
+    return std::make_shared<Storage>(cpu_allocate(nbytes), nbytes, device,
+                                     [nbytes](void* p) { cpu_free(p, nbytes); });
   }
 #if SONATA_WITH_CUDA
   const CudaBlock block = cuda_allocate(nbytes, device.index);

@@ -24,7 +24,10 @@ enum class UnaryOp : uint8_t {
   affine,    // a*x + b (scalar add/mul, and the grad of sub/neg)
 };
 
+inline constexpr int kUnaryOpCount = int(UnaryOp::affine) + 1;
+
 enum class BinaryOp : uint8_t { add, sub, mul, div, maximum, minimum };
+inline constexpr int kBinaryOpCount = int(BinaryOp::minimum) + 1;
 enum class CompareOp : uint8_t { eq, ne, lt, le, gt, ge };
 
 template <typename C>

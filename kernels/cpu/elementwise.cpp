@@ -1,5 +1,8 @@
 #include "kernels/cpu/elementwise.h"
 
+#include <type_traits>
+#include <utility>
+
 #include "base/nvtx.h"
 #include "kernels/cpu/dispatch.h"
 
@@ -15,6 +18,18 @@ void for_each_index(int64_t n, Body&& body) {
   for (int64_t i = 0; i < n; ++i) body(i);
 }
 
+// Calls body(std::integral_constant<Op, op>{}): with the op a compile-time constant the
+// switch in unary_apply / binary_apply folds away and the loop vectorises (a switch per
+// element ran the SGD update at a fifth of memory speed).
+template <typename Op, int Count, typename Body, int... I>
+void with_constant_op(Op op, Body&& body, std::integer_sequence<int, I...>) {
+  ((int(op) == I ? (body(std::integral_constant<Op, Op(I)>{}), true) : false) || ...);
+}
+template <typename Op, int Count, typename Body>
+void with_constant_op(Op op, Body&& body) {
+  with_constant_op<Op, Count>(op, body, std::make_integer_sequence<int, Count>{});
+}
+
 }  // namespace
 
 void unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, double a, double b) {
@@ -24,7 +39,9 @@ void unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, double a,
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(y);
     const C ca = C(a), cb = C(b);
-    for_each_index(n, [&](int64_t i) { out[i] = T(unary_apply<C>(op, C(in[i]), ca, cb)); });
+    with_constant_op<UnaryOp, kUnaryOpCount>(op, [&](auto kOp) {
+      for_each_index(n, [&](int64_t i) { out[i] = T(unary_apply<C>(kOp, C(in[i]), ca, cb)); });
+    });
   });
 }
 
@@ -38,8 +55,10 @@ void unary_grad(UnaryOp op, DType dtype, const void* grad_y, const void* x, cons
     const T* ys = static_cast<const T*>(y);
     T* gx = static_cast<T*>(grad_x);
     const C ca = C(a), cb = C(b);
-    for_each_index(n, [&](int64_t i) {
-      gx[i] = T(unary_grad<C>(op, C(gy[i]), xs ? C(xs[i]) : C(0), ys ? C(ys[i]) : C(0), ca, cb));
+    with_constant_op<UnaryOp, kUnaryOpCount>(op, [&](auto kOp) {
+      for_each_index(n, [&](int64_t i) {
+        gx[i] = T(unary_grad<C>(kOp, C(gy[i]), xs ? C(xs[i]) : C(0), ys ? C(ys[i]) : C(0), ca, cb));
+      });
     });
   });
 }
@@ -54,7 +73,9 @@ void binary(BinaryOp op, DType dtype, const StridedLayout& layout, const void* x
     T* os = static_cast<T*>(out);
     const int64_t n = layout.numel();
     if (layout.is_contiguous(0) && layout.is_contiguous(1)) {
-      for_each_index(n, [&](int64_t i) { os[i] = T(binary_apply<C>(op, C(xs[i]), C(ys[i]))); });
+      with_constant_op<BinaryOp, kBinaryOpCount>(op, [&](auto kOp) {
+        for_each_index(n, [&](int64_t i) { os[i] = T(binary_apply<C>(kOp, C(xs[i]), C(ys[i]))); });
+      });
     } else {
       for_each_index(n, [&](int64_t i) {
         os[i] = T(binary_apply<C>(op, C(xs[layout.offset(0, i)]), C(ys[layout.offset(1, i)])));

@@ -58,4 +58,12 @@ void gemm(DType dtype, const GemmShape& shape, double alpha, const void* a, cons
   });
 }
 
+const char* blas_core_name() {
+#if SONATA_WITH_BLAS
+  return openblas_get_corename();
+#else
+  return "built-in loop";
+#endif
+}
+
 }  // namespace sonata::kernels::cpu
