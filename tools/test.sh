@@ -2,7 +2,8 @@
 # README command 2: set up, build (CPU and, where nvcc exists, CUDA code), run every test.
 # CUDA tests run when a GPU is present and are reported by ctest as skipped otherwise.
 # The CPU tests also run once under AddressSanitizer + LeakSanitizer (build-asan/), so a
-# leak or an over-read fails the run; ctest's summary of the main build comes last.
+# leak or an over-read fails the run, and tools/fuzz.sh fuzzes the file readers for a bounded
+# time; ctest's summary of the main build comes last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -17,6 +18,13 @@ if [ "${SONATA_LEAK_CHECK:-1}" = 1 ]; then
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
     --timeout 600 -E '^cuda/' >build-asan/ctest.log 2>&1 || { cat build-asan/ctest.log; exit 1; }
   tail -3 build-asan/ctest.log
+fi
+
+# libFuzzer on the safetensors and .npy readers (build-fuzz/, clang): a bounded run from the
+# committed seeds; SONATA_FUZZ_SECONDS is per reader, 0 skips the stage.
+if [ "${SONATA_FUZZ_SECONDS:-45}" != 0 ]; then
+  echo "== libFuzzer on the file readers (build-fuzz/) =="
+  tools/fuzz.sh "${SONATA_FUZZ_SECONDS:-45}"
 fi
 
 echo "== all tests (${build_dir}/) =="

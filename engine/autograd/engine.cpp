@@ -8,6 +8,7 @@
 #include "base/nvtx.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/node.h"
+#include "engine/ops.h"
 
 namespace sonata {
 namespace {
@@ -31,10 +32,10 @@ void accumulate(Tensor& slot, Tensor&& grad) {
   if (!slot.defined()) {
     slot = std::move(grad);
   } else {
-    // A fresh sum: the slot may alias a tensor that another branch still reads.
-    Tensor sum = slot.clone();
-    sum.add_(grad);
-    slot = std::move(sum);
+    // A fresh sum, never in place: the slot may alias a tensor that another branch still
+    // reads. add() keeps the operands' layout when they share one (the per-step transposed
+    // weight gradients of an RNN), so the sum is one flat pass, not a copy plus a strided add.
+    slot = add(slot, grad);
   }
 }
 

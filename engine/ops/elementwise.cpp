@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -49,7 +50,44 @@ Shape promote_pair(const char* name, Tensor& a, Tensor& b) {
   return broadcast_shapes(a.shape(), b.shape(), name);
 }
 
+// When a and b are laid out alike as a permutation of a dense block (both transposed weight
+// gradients, say), the dims ordered by stride descending, else empty. The sum then keeps
+// that layout and runs as one flat loop: a contiguous output would force a strided walk per
+// element (an LSTM's 1,200 per-step weight-gradient sums took a third of its step).
+std::vector<int64_t> shared_dense_order(const Tensor& a, const Tensor& b, const Shape& shape) {
+  if (a.shape() != shape || b.shape() != shape || a.strides() != b.strides() || a.is_contiguous())
+    return {};
+  std::vector<int64_t> order(shape.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = int64_t(d);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+    return a.strides()[size_t(x)] > a.strides()[size_t(y)];
+  });
+  int64_t expected = 1;
+  for (auto d = order.rbegin(); d != order.rend(); ++d) {
+    if (shape[size_t(*d)] != 1 && a.strides()[size_t(*d)] != expected) return {};
+    expected *= shape[size_t(*d)];
+  }
+  return order;
+}
+
 Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& shape) {
+  const std::vector<int64_t> order = shared_dense_order(a, b, shape);
+  if (!order.empty()) {
+    Shape dense_shape;
+    std::vector<int64_t> back(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      dense_shape.push_back(shape[size_t(order[i])]);
+      back[size_t(order[i])] = int64_t(i);
+    }
+    Tensor dense = empty(dense_shape, a.options());
+    const int64_t n = dense.numel();
+    if (n > 0) {
+      const kernels::StridedLayout layout = make_layout({n}, {{1}, {1}});
+      SONATA_BACKEND(a.device(), binary, op, a.dtype(), layout, a.data_ptr(), b.data_ptr(),
+                     dense.data_ptr());
+    }
+    return dense.permute(back);
+  }
   Tensor out = empty(shape, a.options());
   if (out.numel() > 0) {
     const kernels::StridedLayout layout =

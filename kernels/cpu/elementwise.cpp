@@ -23,7 +23,7 @@ void for_each_index(int64_t n, Body&& body) {
 // element ran the SGD update at a fifth of memory speed).
 template <typename Op, int Count, typename Body, int... I>
 void with_constant_op(Op op, Body&& body, std::integer_sequence<int, I...>) {
-  ((int(op) == I ? (body(std::integral_constant<Op, Op(I)>{}), true) : false) || ...);
+  (void)((int(op) == I ? (body(std::integral_constant<Op, Op(I)>{}), true) : false) || ...);
 }
 template <typename Op, int Count, typename Body>
 void with_constant_op(Op op, Body&& body) {

@@ -154,6 +154,29 @@ TEST_CASE("broadcast add of written-out tensors", "[ops][elementwise]") {
   CHECK(values_of(div(row, column)) == std::vector<double>{10, 20, 30, 5, 10, 15});
 }
 
+TEST_CASE("alike-permuted operands keep their layout and values", "[ops][elementwise]") {
+  // [2, 3, 4] stored as [4, 2, 3]: both operands share that permuted dense layout.
+  const Tensor a_store = grad_input({4, 2, 3}, 21).detach(),
+               b_store = grad_input({4, 2, 3}, 22).detach();
+  const Tensor a = a_store.permute({1, 2, 0}), b = b_store.permute({1, 2, 0});
+  const std::vector<double> av = values_of(a), bv = values_of(b);  // logical order
+  for (const BinaryCase& op : binary_cases()) {
+    INFO(op.name);
+    const Tensor out = op.fn(a, b);
+    REQUIRE(out.shape() == Shape{2, 3, 4});
+    CHECK(out.strides() == a.strides());
+    const std::vector<double> got = values_of(out);
+    for (size_t i = 0; i < got.size(); ++i)
+      CHECK(got[i] == Approx(op.truth(av[i], bv[i])).epsilon(1e-15));
+  }
+  // Differently permuted operands take the general path and give a contiguous result.
+  const Tensor c = grad_input({2, 4, 3}, 23).detach().permute({0, 2, 1});
+  const Tensor mixed = add(a, c);
+  CHECK(mixed.is_contiguous());
+  const std::vector<double> cv = values_of(c), mv = values_of(mixed);
+  for (size_t i = 0; i < mv.size(); ++i) CHECK(mv[i] == Approx(av[i] + cv[i]).epsilon(1e-15));
+}
+
 TEST_CASE("mismatched broadcast shapes throw naming both shapes", "[ops][elementwise][errors]") {
   const Tensor a = zeros({2, 3}), b = zeros({4});
   CHECK_THROWS_AS(add(a, b), Error);

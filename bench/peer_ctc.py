@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Peer measurement for the CTC loss alone, in the JSON schema of ../shared/bench/peer_torch.py.
+
+torch.nn.functional.ctc_loss forward + backward on log_softmax output, the same workload as
+`bench_models --work ctc`:
+
+  peer_ctc.py --device cpu --frames 400 --batch 32 --classes 29 --target-length 40
+  peer_ctc.py --device cuda --cudnn      # PyTorch's cuDNN CTC path (L <= 256, int32 CPU targets)
+
+Run with Debian's python3 (/usr/bin/python3) on the CPU machines.
+"""
+import argparse, json, time
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--frames", type=int, default=400)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--classes", type=int, default=29)
+    ap.add_argument("--target-length", type=int, default=40)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--cudnn", action="store_true", help="use cuDNN's CTC (GPU only)")
+    a = ap.parse_args()
+
+    import os, torch
+    torch.set_num_threads(a.threads or os.cpu_count())
+    torch.manual_seed(0)
+    dev = torch.device(a.device)
+    cuda = dev.type == "cuda"
+    T, N, C, L = a.frames, a.batch, a.classes, a.target_length
+    logits = torch.randn(T, N, C, device=dev, requires_grad=True)
+    targets = torch.randint(1, C, (N, L), dtype=torch.long)
+    input_lengths = torch.full((N,), T, dtype=torch.long)
+    target_lengths = torch.full((N,), L, dtype=torch.long)
+    if a.cudnn:
+        # cuDNN's path needs int32 concatenated targets on the CPU and full-length inputs.
+        targets = targets.flatten().to(torch.int32)
+        input_lengths = input_lengths.to(torch.int32)
+        target_lengths = target_lengths.to(torch.int32)
+        torch.backends.cudnn.enabled = True
+    elif cuda:
+        targets = targets.to(dev)
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    def step():
+        logits.grad = None
+        log_probs = logits.log_softmax(2)
+        loss = torch.nn.functional.ctc_loss(log_probs, targets, input_lengths, target_lengths,
+                                            zero_infinity=True)
+        loss.backward()
+
+    for _ in range(a.warmup):
+        step()
+    sync()
+    t = time.perf_counter()
+    for _ in range(a.steps):
+        step()
+    sync()
+    dt = (time.perf_counter() - t) / a.steps
+    print(json.dumps({"work": "ctc", "device": a.device, "precision": "fp32", "batch": N,
+                      "frames": T, "classes": C, "target_length": L, "step_ms": dt * 1e3,
+                      "samples_per_s": N / dt,
+                      "peer": "torch " + torch.__version__ + (" cudnn" if a.cudnn else "")}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+// Training-step benchmark of the reference workloads, printing one JSON line in the schema of
+// ../shared/bench/peer_torch.py so the two can be compared side by side:
+//   bench_models --work vgg19_bn --device cpu [--batch 8] [--size 1x128x128] [--steps 5]
+//   bench_models --work ds2 --device cpu [--batch 8] [--size 400]
+//   bench_models --work ctc --device cpu [--batch 32] [--size 400] [--target-length 40]
+// (the last against bench/peer_ctc.py). Extra fields name the BLAS kernels and the peak
+// memory, so a figure can be traced to what produced it.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "base/error.h"
+#include "engine/allocator.h"
+#include "kernels/cpu/gemm.h"
+#include "tools/bench/bench_work.h"
+
+using namespace sonata;
+
+int main(int argc, char** argv) {
+  BenchOptions options;
+  std::string device_name = "cpu";
+  CLI::App app{"sonata training-step benchmark (peer_torch.py's workloads and JSON schema)"};
+  app.add_option("--work", options.work, "vgg19_bn | ds2 | ctc")->required();
+  app.add_option("--device", device_name, "cpu | cuda | cuda:N")->capture_default_str();
+  app.add_option("--precision", options.precision, "fp32")->capture_default_str();
+  app.add_option("--batch", options.batch, "batch size (default: the workload's)");
+  app.add_option("--size", options.size, "CxHxW for vgg19_bn, frames for ds2 and ctc");
+  app.add_option("--target-length", options.target_length, "labels per sample (ds2, ctc)");
+  app.add_option("--steps", options.steps, "timed steps")->capture_default_str();
+  app.add_option("--warmup", options.warmup, "untimed steps first")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    SONATA_CHECK(options.steps > 0, "bench_models: --steps must be positive");
+    options.device = Device::parse(device_name);
+    BenchFields fields;
+    if (options.work == "vgg19_bn")
+      fields = bench_vgg19_bn(options);
+    else if (options.work == "ds2")
+      fields = bench_ds2(options);
+    else if (options.work == "ctc")
+      fields = bench_ctc(options);
+    else
+      throw Error(str("bench_models: unknown --work '", options.work, "' (vgg19_bn, ds2, ctc)"));
+
+    std::printf("{\"work\": \"%s\", \"device\": \"%s\", \"precision\": \"%s\"",
+                options.work.c_str(), device_name.c_str(), options.precision.c_str());
+    for (const auto& [key, value] : fields) std::printf(", \"%s\": %s", key.c_str(), value.c_str());
+    const MemoryStats memory =
+        options.device.is_cuda() ? cuda_memory_stats(options.device.index) : cpu_memory_stats();
+    std::printf(", \"peak_mem_mib\": %.1f", double(memory.peak_allocated_bytes) / (1 << 20));
+    if (options.device.is_cpu()) std::printf(", \"blas\": \"%s\"", kernels::cpu::blas_core_name());
+    std::printf(", \"peer\": \"sonata\"}\n");
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "bench_models: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
