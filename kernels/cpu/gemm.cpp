@@ -6,6 +6,7 @@
 
 #include "base/nvtx.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/gemm_skinny.h"
 
 namespace sonata::kernels::cpu {
 namespace {
@@ -50,11 +51,17 @@ void gemm(DType dtype, const GemmShape& shape, double alpha, const void* a, cons
           double beta, void* c) {
   SONATA_NVTX_RANGE("sonata::cpu::gemm");
   dispatch_float(dtype, "gemm", [&]<typename T>() {
-    // BLAS threads each product itself; batches run one after another.
-    for (int64_t i = 0; i < shape.batch; ++i)
-      blas_gemm(T(), shape, alpha, static_cast<const T*>(a) + i * shape.stride_a,
-                static_cast<const T*>(b) + i * shape.stride_b, beta,
-                static_cast<T*>(c) + i * shape.stride_c);
+    // Each product is threaded inside; batches run one after another.
+    const bool skinny = skinny_gemm_applies(shape);
+    for (int64_t i = 0; i < shape.batch; ++i) {
+      const T* a_i = static_cast<const T*>(a) + i * shape.stride_a;
+      const T* b_i = static_cast<const T*>(b) + i * shape.stride_b;
+      T* c_i = static_cast<T*>(c) + i * shape.stride_c;
+      if (skinny)
+        skinny_gemm<T>(shape, T(alpha), a_i, b_i, T(beta), c_i);
+      else
+        blas_gemm(T(), shape, alpha, a_i, b_i, beta, c_i);
+    }
   });
 }
 

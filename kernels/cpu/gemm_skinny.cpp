@@ -1,0 +1,117 @@
+#include "kernels/cpu/gemm_skinny.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace sonata::kernels::cpu {
+namespace {
+
+// Columns of C per task in the few-rows case: kSkinny rows of them stay in L1/L2 while every
+// row of B streams past once.
+constexpr int64_t kColumnBlock = 1024;
+// Below this many multiply-adds a single thread is faster than waking the others.
+constexpr int64_t kParallelWork = int64_t(1) << 18;
+
+template <typename T>
+T a_at(const GemmShape& s, const T* a, int64_t i, int64_t p) {
+  return s.trans_a ? a[p * s.lda + i] : a[i * s.lda + p];
+}
+
+// C row segment = beta * C row segment (never read when beta is 0, as BLAS).
+template <typename T>
+void scale_row(T* row, int64_t count, T beta) {
+  if (beta == T(0)) {
+    std::fill(row, row + count, T(0));
+  } else if (beta != T(1)) {
+    for (int64_t j = 0; j < count; ++j) row[j] *= beta;
+  }
+}
+
+// m <= kSkinny. A is gathered, scaled by alpha, into a dense [m x k] copy first.
+template <typename T>
+void few_rows(const GemmShape& s, T alpha, const T* a, const T* b, T beta, T* c) {
+  std::vector<T> a_rows(size_t(s.m * s.k));
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t p = 0; p < s.k; ++p) a_rows[size_t(i * s.k + p)] = alpha * a_at(s, a, i, p);
+  const bool parallel = s.m * s.n * s.k >= kParallelWork;
+  if (s.trans_b) {
+    // B(p, j) = b[j * ldb + p]: each output is a dot product of two contiguous rows.
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t j = 0; j < s.n; ++j) {
+      const T* b_row = b + j * s.ldb;
+      for (int64_t i = 0; i < s.m; ++i) {
+        const T* a_row = a_rows.data() + i * s.k;
+        T dot = 0;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t p = 0; p < s.k; ++p) dot += a_row[p] * b_row[p];
+        T& out = c[i * s.ldc + j];
+        out = beta == T(0) ? dot : beta * out + dot;
+      }
+    }
+    return;
+  }
+  // B(p, j) = b[p * ldb + j]: rows of B are added into a block of C rows.
+  const int64_t blocks = (s.n + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel for schedule(static) if (parallel && blocks > 1)
+  for (int64_t block = 0; block < blocks; ++block) {
+    const int64_t j0 = block * kColumnBlock, width = std::min(kColumnBlock, s.n - j0);
+    for (int64_t i = 0; i < s.m; ++i) scale_row(c + i * s.ldc + j0, width, beta);
+    for (int64_t p = 0; p < s.k; ++p) {
+      const T* b_row = b + p * s.ldb + j0;
+      for (int64_t i = 0; i < s.m; ++i) {
+        const T a_ip = a_rows[size_t(i * s.k + p)];
+        T* c_row = c + i * s.ldc + j0;
+#pragma omp simd
+        for (int64_t j = 0; j < width; ++j) c_row[j] += a_ip * b_row[j];
+      }
+    }
+  }
+}
+
+// k <= kSkinny, m large. B is gathered into a dense [k x n] copy; each C row is then
+// written once as a sum of k scaled rows of it.
+template <typename T>
+void short_inner(const GemmShape& s, T alpha, const T* a, const T* b, T beta, T* c) {
+  std::vector<T> b_rows;
+  const T* dense_b = b;
+  int64_t ldb = s.ldb;
+  if (s.trans_b) {
+    b_rows.resize(size_t(s.k * s.n));
+    for (int64_t j = 0; j < s.n; ++j)
+      for (int64_t p = 0; p < s.k; ++p) b_rows[size_t(p * s.n + j)] = b[j * s.ldb + p];
+    dense_b = b_rows.data();
+    ldb = s.n;
+  }
+#pragma omp parallel for schedule(static) if (s.m * s.n * s.k >= kParallelWork)
+  for (int64_t i = 0; i < s.m; ++i) {
+    T* c_row = c + i * s.ldc;
+    scale_row(c_row, s.n, beta);
+    for (int64_t p = 0; p < s.k; ++p) {
+      const T a_ip = alpha * a_at(s, a, i, p);
+      const T* b_row = dense_b + p * ldb;
+#pragma omp simd
+      for (int64_t j = 0; j < s.n; ++j) c_row[j] += a_ip * b_row[j];
+    }
+  }
+}
+
+}  // namespace
+
+bool skinny_gemm_applies(const GemmShape& shape) {
+  return shape.m > 0 && shape.n > 0 && shape.k > 0 && (shape.m <= kSkinny || shape.k <= kSkinny);
+}
+
+template <typename T>
+void skinny_gemm(const GemmShape& shape, T alpha, const T* a, const T* b, T beta, T* c) {
+  if (shape.m <= kSkinny)
+    few_rows(shape, alpha, a, b, beta, c);
+  else
+    short_inner(shape, alpha, a, b, beta, c);
+}
+
+template void skinny_gemm<float>(const GemmShape&, float, const float*, const float*, float,
+                                 float*);
+template void skinny_gemm<double>(const GemmShape&, double, const double*, const double*, double,
+                                  double*);
+
+}  // namespace sonata::kernels::cpu
