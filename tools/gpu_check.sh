@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Everything to run on a GPU machine in one go: configure and build with CUDA (cuDNN and
 # NCCL may come from PyTorch's wheels), run every CUDA test and the CPU tests, run the smoke
-# job on the GPU, and write logs plus a summary table into RESULTS_DIR (printed last).
+# job on the GPU, run the GPU benchmarks beside PyTorch on the same card (JSON lines in
+# RESULTS_DIR/bench.jsonl), and write logs plus a summary table into RESULTS_DIR (printed
+# last). SONATA_GPU_BENCH=0 skips the benchmarks.
 #   tools/gpu_check.sh RESULTS_DIR
 # On the lent GPU machines (no Debian packages): run tools/fetch_gpu_deps.sh here first and
 # carry .deps; MPI and libsndfile are off there, OpenBLAS falls back to the built-in loop.
@@ -45,6 +47,36 @@ row "CPU tests" "$(grep -E 'tests passed|tests failed' "$results/cpu_tests.log" 
 
 "$build/smoke" --device cuda >"$results/smoke.log" 2>&1
 row "smoke (cuda)" "rc=$?" "$(tail -1 "$results/smoke.log")"
+
+# Benchmarks: each sonata line, then PyTorch's for the same work on the same card. Each run
+# is bounded so a hang cannot eat the device time; a failure is a row, not an abort.
+bench() {  # bench NAME COMMAND...
+  local name=$1
+  shift
+  if timeout 240 "$@" >>"$results/bench.jsonl" 2>>"$results/bench.log"; then
+    row "bench $name" "ok" "$(tail -1 "$results/bench.jsonl" | grep -o '"step_ms": [0-9.]*')"
+  else
+    row "bench $name" "FAILED rc=$?" "bench.log"
+  fi
+}
+if [ "${SONATA_GPU_BENCH:-1}" = 1 ]; then
+  peer=../shared/bench/peer_torch.py
+  [ -f "$peer" ] || peer=shared/bench/peer_torch.py
+  py=${PYTHON:-python3}
+  bench "sonata ctc L40" "$build/bench_models" --work ctc --device cuda --steps 20 --warmup 5
+  bench "torch ctc L40" "$py" bench/peer_ctc.py --device cuda --steps 20 --warmup 5
+  bench "torch-cudnn ctc L40" "$py" bench/peer_ctc.py --device cuda --cudnn --steps 20 --warmup 5
+  bench "sonata ctc L300" "$build/bench_models" --work ctc --device cuda --target-length 300 --steps 20 --warmup 5
+  bench "torch ctc L300" "$py" bench/peer_ctc.py --device cuda --target-length 300 --steps 20 --warmup 5
+  bench "sonata ds2 fp32" "$build/bench_models" --work ds2 --device cuda --steps 10 --warmup 3
+  for precision in fp32 fp16 bf16; do
+    [ -f "$peer" ] && bench "torch ds2 $precision" "$py" "$peer" --work ds2 --device cuda --precision "$precision" --steps 10 --warmup 3
+  done
+  bench "sonata vgg19_bn fp32" "$build/bench_models" --work vgg19_bn --device cuda --steps 10 --warmup 3
+  for precision in fp32 fp16 bf16; do
+    [ -f "$peer" ] && bench "torch vgg19_bn $precision" "$py" "$peer" --work vgg19_bn --device cuda --precision "$precision" --steps 10 --warmup 3
+  done
+fi
 
 row "total" "$(($(date +%s) - start)) s" ""
 grep -A3 -E 'FAILED|Failed|failed' "$results/cuda_tests.log" | head -40
