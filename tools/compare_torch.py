@@ -7,8 +7,17 @@ every parameter gradient and the BatchNorm buffers. Too large to commit as a fix
 (VGG19_BN is 140M parameters at 16 classes); tests/models/test_vgg_parity.cpp covers the
 narrow model.
 
-  /usr/bin/python3 tools/compare_torch.py --probe build/probe [--model vgg19_bn]
+  /usr/bin/python3 tools/compare_torch.py --probe build/probe [--model vgg19_bn | ds2]
       [--batch 2] [--size 224] [--passes train,eval] [--precisions fp32,fp64] [--workdir DIR]
+
+--model ds2 is the full DeepSpeech2-small of ../shared/bench/peer_torch.py (80 mels, two
+convs with BatchNorm, 3-layer BiLSTM of 256, Linear(512, 29), 5.3M parameters; the probe's
+log_probs, output_lengths and CTC loss (mean, blank 0)) on a ragged batch of 4 utterances
+(400, 361, 300 and 257 frames, unsorted, zero-padded; targets of 20-40 labels with repeats).
+PyTorch packs the conv features with pack_padded_sequence(enforce_sorted=False), as
+tools/make_ds2_fixtures.py does (its DS2 class is the model here); sonata runs its own
+ragged RNN. --batch and --size apply to vgg19_bn only. (tests/models/test_ds2_parity.cpp
+covers the narrow DS2 variants from fixtures.)
 
 Relative error per tensor: max|sonata - torch| / max(max|torch|, tiny).
 
@@ -71,18 +80,24 @@ class Vgg19Bn:
                     m.bias.uniform_(-0.1, 0.1)
         return model
 
+    output = "logits"   # the output compared, as the probe names it
+    exact_outputs = ()  # integer outputs that must be equal
+
     def inputs(self, args, seed):
+        """The input batch and the other inputs by probe flag (each goes as --flag FLAG.npy)."""
         g = torch.Generator().manual_seed(seed + 1)
         x = torch.randn(args.batch, 3, args.size, args.size, generator=g)
         y = torch.randint(0, self.num_classes, (args.batch,), generator=g)
-        return x, y
+        return x, {"labels": y}
 
     def probe_flags(self):
         return ["--model", "vgg19_bn", "--num-classes", str(self.num_classes),
                 "--in-channels", "3", "--dropout", "0"]
 
-    def loss(self, output, labels):
-        return nn.functional.cross_entropy(output, labels)
+    def forward(self, model, x, extra):
+        """The outputs by the probe's names, and the loss."""
+        logits = model(x)
+        return {"logits": logits}, nn.functional.cross_entropy(logits, extra["labels"])
 
     def zero_by_construction(self, model, train):
         """Gradients that are exactly zero in exact arithmetic, so only noise is compared:
@@ -93,23 +108,77 @@ class Vgg19Bn:
                 if isinstance(m, nn.Conv2d)}
 
 
-# A ds2 mode goes here: a class with build / inputs / probe_flags / loss /
-# zero_by_construction (inputs and loss then carry lengths and the CTC targets, and
-# run_probe's --input/--labels become the probe's ds2 flags).
-MODELS = {"vgg19_bn": Vgg19Bn}
+class Ds2:
+    """../shared/bench/peer_torch.py's DeepSpeech2-small at full size, as
+    tools/make_ds2_fixtures.py builds it for a ragged batch (pack_padded_sequence)."""
+    config = dict(num_mels=80, num_classes=29, hidden=256, layers=3, rnn="lstm",
+                  merge="concat", seq_batch_norm=False)
+    # Unsorted, so that enforce_sorted=False reorders; output frames 181, 200, 129, 150.
+    input_lengths = [361, 400, 257, 300]
+    target_lengths = [33, 40, 20, 27]
+    output = "log_probs"
+    exact_outputs = ("output_lengths",)
+
+    def build(self, seed):
+        import make_ds2_fixtures as fixtures
+        torch.manual_seed(seed)
+        model = fixtures.DS2(**self.config)
+        # BN weights and statistics away from 0/1, fc bias in [-0.5, 0.5], values float32.
+        fixtures.randomise(model, {})
+        return model
+
+    def inputs(self, args, seed):
+        g = torch.Generator().manual_seed(seed + 1)
+        lengths = self.input_lengths
+        x = torch.randn(len(lengths), 1, max(lengths), self.config["num_mels"], generator=g)
+        for n, length in enumerate(lengths):
+            x[n, :, length:] = 0  # a padded batch, as a loader gives it
+        width = max(self.target_lengths)
+        targets = torch.zeros(len(lengths), width, dtype=torch.int64)
+        for n, length in enumerate(self.target_lengths):
+            labels = torch.randint(1, self.config["num_classes"], (length,), generator=g)
+            # Repeated labels (CTC needs a blank between them): every fifth one doubles.
+            labels[1::5] = labels[0::5][:len(labels[1::5])]
+            targets[n, :length] = labels
+        return x, {"input-lengths": torch.tensor(lengths, dtype=torch.int64),
+                   "targets": targets,
+                   "target-lengths": torch.tensor(self.target_lengths, dtype=torch.int64)}
+
+    def probe_flags(self):
+        c = self.config
+        return ["--model", "ds2", "--num-mels", str(c["num_mels"]),
+                "--num-classes", str(c["num_classes"]), "--hidden", str(c["hidden"]),
+                "--layers", str(c["layers"]), "--rnn", c["rnn"], "--merge", c["merge"],
+                "--reduction", "mean", "--blank", "0"]
+
+    def forward(self, model, x, extra):
+        log_probs, output_lengths = model(x, extra["input-lengths"])
+        loss = nn.functional.ctc_loss(log_probs, extra["targets"], output_lengths,
+                                      extra["target-lengths"], blank=0, reduction="mean",
+                                      zero_infinity=False)
+        return {"log_probs": log_probs, "output_lengths": output_lengths}, loss
+
+    def zero_by_construction(self, model, train):
+        """In train mode each conv's bias is removed again by the BatchNorm after it."""
+        if not train:
+            return set()
+        return {f"grad.conv.{i}.bias" for i, m in enumerate(model.conv)
+                if isinstance(m, nn.Conv2d)}
+
+
+MODELS = {"vgg19_bn": Vgg19Bn, "ds2": Ds2}
 
 
 # ---- running both sides -------------------------------------------------------------------
 
-def run_torch(case, model, state, x, y, train):
+def run_torch(case, model, state, x, extra, train):
     """One forward, the loss and one backward, from `state`; named as the probe names them."""
     model.load_state_dict(state)
     model.zero_grad(set_to_none=True)
     model.train(train)
-    logits = model(x)
-    loss = case.loss(logits, y)
+    outputs, loss = case.forward(model, x, extra)
     loss.backward()
-    out = {"logits": logits, "loss": loss}
+    out = {**outputs, "loss": loss}
     for name, p in model.named_parameters():
         out["grad." + name] = p.grad
     for name, b in model.named_buffers():
@@ -117,12 +186,14 @@ def run_torch(case, model, state, x, y, train):
     return {k: v.detach().clone() for k, v in out.items()}
 
 
-def run_probe(args, case, folder, train, precision):
+def run_probe(args, case, folder, extra, train, precision):
     result = os.path.join(folder, f"probe_{'train' if train else 'eval'}_{precision}.safetensors")
     command = [args.probe, *case.probe_flags(),
                "--weights", os.path.join(folder, "weights.safetensors"),
-               "--input", os.path.join(folder, "x.npy"), "--labels", os.path.join(folder, "y.npy"),
-               "--backward", "--device", args.device, "--precision", precision, "--out", result]
+               "--input", os.path.join(folder, "x.npy")]
+    for flag in extra:
+        command += [f"--{flag}", os.path.join(folder, f"{flag}.npy")]
+    command += ["--backward", "--device", args.device, "--precision", precision, "--out", result]
     if train:
         command.append("--train")
     print("$ " + " ".join(command), flush=True)
@@ -140,17 +211,22 @@ def relative_error(ours, theirs):
 
 
 def compare(case, model, ours, theirs, train):
-    """Errors of `ours` against `theirs` for one pass: {"logits", "loss", "grad": {name: err},
-    "running_mean", "running_var": {name: err}, "num_batches_tracked_equal",
-    "zero_grads": {name: (ours, theirs, scale)}, "missing": [...]}."""
+    """Errors of `ours` against `theirs` for one pass: {case.output (logits | log_probs),
+    "loss", "grad": {name: err}, "running_mean", "running_var": {name: err},
+    "num_batches_tracked_equal", "<exact output>_equal", "zero_grads": {name: (ours, theirs,
+    scale)}, "missing": [...]}."""
     missing = sorted(set(theirs) - set(ours))
     zero = case.zero_by_construction(model, train)
-    figures = {"logits": relative_error(ours["logits"], theirs["logits"]),
+    out = case.output
+    figures = {out: relative_error(ours[out], theirs[out]) if out not in missing else 0.0,
                "loss": relative_error(ours["loss"], theirs["loss"]),
                "grad": {}, "zero_grads": {}, "running_mean": {}, "running_var": {},
                "num_batches_tracked_equal": True, "missing": missing}
+    for name in case.exact_outputs:
+        figures[f"{name}_equal"] = name not in missing and bool(
+            torch.equal(ours[name].long(), theirs[name].long()))
     for name, t in theirs.items():
-        if name in missing or name in ("logits", "loss"):
+        if name in missing or name in (out, "loss", *case.exact_outputs):
             continue
         if name in zero:
             # Noise on both sides; bounded against the gradient of the weight beside it.
@@ -166,7 +242,7 @@ def compare(case, model, ours, theirs, train):
     return figures
 
 
-def summary(figures):
+def summary(case, figures):
     grads = sorted(figures["grad"].items(), key=lambda kv: -kv[1])
     zero = figures["zero_grads"]
 
@@ -174,7 +250,8 @@ def summary(figures):
         return max(d.values()) if d else 0.0
 
     return {
-        "logits": figures["logits"], "loss": figures["loss"],
+        case.output: figures[case.output], "loss": figures["loss"],
+        **{f"{n}_equal": figures[f"{n}_equal"] for n in case.exact_outputs},
         "grad_worst5": [[n, e] for n, e in grads[:5]],
         "grad_median": statistics.median(figures["grad"].values()) if grads else 0.0,
         "grad_count": len(grads),
@@ -188,16 +265,16 @@ def summary(figures):
     }
 
 
-def against_fp64(figures):
+def against_fp64(case, figures):
     """The fp32 gradients' distance from the fp64 result, for one side."""
     grads = figures["grad"]
     name = max(grads, key=grads.get) if grads else ""
-    return {"logits": figures["logits"], "grad_median": statistics.median(grads.values())
+    return {case.output: figures[case.output], "grad_median": statistics.median(grads.values())
             if grads else 0.0, "grad_worst": [name, grads.get(name, 0.0)]}
 
 
-def failures(s, tolerance, judge_grads):
-    keys = ["logits", "loss", "running_mean_worst", "running_var_worst", "zero_grad_ours"]
+def failures(case, s, tolerance, judge_grads):
+    keys = [case.output, "loss", "running_mean_worst", "running_var_worst", "zero_grad_ours"]
     if judge_grads:
         keys.append("grad_median")
     bad = [f"{k} {s[k]:.3g}" for k in keys if s[k] > tolerance]
@@ -205,12 +282,13 @@ def failures(s, tolerance, judge_grads):
         bad += [f"{n} {e:.3g}" for n, e in s["grad_worst5"] if e > tolerance]
     if not s["num_batches_tracked_equal"]:
         bad.append("num_batches_tracked differs")
+    bad += [f"{n} differs" for n in case.exact_outputs if not s[f"{n}_equal"]]
     if s["missing"]:
         bad.append(f"missing from the probe's output: {', '.join(s['missing'][:5])}")
     return bad
 
 
-def print_table(title, s, tolerance, judge_grads):
+def print_table(case, title, s, tolerance, judge_grads):
     print(f"\n{title} (relative error, tolerance {tolerance:g}"
           f"{'' if judge_grads else '; gradients shown, not judged'})")
 
@@ -223,7 +301,7 @@ def print_table(title, s, tolerance, judge_grads):
         print(f"  {'':<50} {'vs torch':>10}   sonata / torch vs their fp64")
     vs = (lambda k: f"   {truth['sonata'][k]:9.2e} / {truth['torch'][k]:9.2e}") if truth \
         else (lambda k: "")
-    row("logits", s["logits"], extra=vs("logits"))
+    row(case.output, s[case.output], extra=vs(case.output))
     row("loss", s["loss"])
     for n, e in s["grad_worst5"]:
         extra = ""
@@ -241,7 +319,8 @@ def print_table(title, s, tolerance, judge_grads):
     if s["zero_grad_torch"] or s["zero_grad_ours"]:
         row("conv bias grads (0 in exact arithmetic): sonata", s["zero_grad_ours"])
         row("  torch, for scale (max|g| / max|weight grad|)", s["zero_grad_torch"], False)
-    print(f"  {'num_batches_tracked equal':<50} {s['num_batches_tracked_equal']!s:>10}")
+    for name in ("num_batches_tracked", *case.exact_outputs):
+        print(f"  {name + ' equal':<50} {s[name + '_equal']!s:>10}")
 
 
 def main():
@@ -249,8 +328,8 @@ def main():
     ap.add_argument("--model", default="vgg19_bn", choices=sorted(MODELS))
     ap.add_argument("--probe", default="build/probe", help="the probe binary")
     ap.add_argument("--device", default="cpu", help="the probe's device (cpu | cuda)")
-    ap.add_argument("--batch", type=int, default=2)
-    ap.add_argument("--size", type=int, default=224, help="input height and width")
+    ap.add_argument("--batch", type=int, default=2, help="vgg19_bn only")
+    ap.add_argument("--size", type=int, default=224, help="input height and width (vgg19_bn)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--passes", default="train,eval", help="train and/or eval, comma-separated")
     ap.add_argument("--precisions", default="fp32,fp64", help="fp32 and/or fp64")
@@ -279,10 +358,11 @@ def main():
         start = time.time()
         model = case.build(args.seed)
         state = copy.deepcopy(model.state_dict())
-        x, y = case.inputs(args, args.seed)
+        x, extra = case.inputs(args, args.seed)
         save_safetensors(os.path.join(folder, "weights.safetensors"), state)
         np.save(os.path.join(folder, "x.npy"), x.numpy())
-        np.save(os.path.join(folder, "y.npy"), y.numpy())
+        for flag, t in extra.items():
+            np.save(os.path.join(folder, f"{flag}.npy"), t.numpy())
         params = sum(p.numel() for p in model.parameters())
         times["setup"] = time.time() - start
         print(f"{args.model}: {params / 1e6:.1f}M parameters, input {list(x.shape)}, "
@@ -302,24 +382,25 @@ def main():
                 m = copy.deepcopy(model).to(dtype)
                 s = {k: v.to(dtype) if v.is_floating_point() else v for k, v in state.items()}
                 start = time.time()
-                theirs = run_torch(case, m, s, x.to(dtype), y, train)
+                theirs = run_torch(case, m, s, x.to(dtype), extra, train)
                 times[f"torch_{p}_{precision}"] = time.time() - start
                 start = time.time()
-                ours = run_probe(args, case, folder, train, precision)
+                ours = run_probe(args, case, folder, extra, train, precision)
                 times[f"probe_{p}_{precision}"] = time.time() - start
-                figures = summary(compare(case, m, ours, theirs, train))
+                figures = summary(case, compare(case, m, ours, theirs, train))
                 fp64 = precision == "fp64"
                 if fp64:
                     truth = theirs
                 elif truth is not None:
                     mine, torch_side = (compare(case, m, r, truth, train) for r in (ours, theirs))
-                    figures["vs_fp64"] = {"sonata": against_fp64(mine),
-                                          "torch": against_fp64(torch_side),
+                    figures["vs_fp64"] = {"sonata": against_fp64(case, mine),
+                                          "torch": against_fp64(case, torch_side),
                                           "grad_errors": {"sonata": mine["grad"],
                                                           "torch": torch_side["grad"]}}
                 tolerance = args.tolerance_fp64 if fp64 else args.tolerance
-                print_table(f"{p} mode, {precision}", figures, tolerance, judge_grads=fp64)
-                bad += [f"{p} {precision}: {b}" for b in failures(figures, tolerance, fp64)]
+                print_table(case, f"{p} mode, {precision}", figures, tolerance,
+                            judge_grads=fp64)
+                bad += [f"{p} {precision}: {b}" for b in failures(case, figures, tolerance, fp64)]
                 if "vs_fp64" in figures:
                     del figures["vs_fp64"]["grad_errors"]  # every tensor: too long for the JSON
                 report[p][precision] = figures
