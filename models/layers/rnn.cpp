@@ -136,15 +136,20 @@ RecurrentBase::DirectionResult RecurrentBase::run_direction(const DirectionWeigh
   // (whose backward is one cat, not T zero-filled copies).
   const Tensor rows = x.reshape({steps * batch, x.size(2)});
   const Tensor weight_ih_t = w.weight_ih.t(), weight_hh_t = w.weight_hh.t();
+  // The LSTM's cell only ever adds the two biases, so both go into the one input GEMM and
+  // the per-step GEMM needs neither a bias broadcast nor, in backward, a bias reduction. The
+  // GRU's b_hn sits inside r * (W_hn h + b_hn) and must stay in the step.
+  const bool fold_bias_hh = has_cell_state_ && w.bias_hh.defined();
+  const Tensor input_bias = fold_bias_hh ? add(w.bias_ih, w.bias_hh) : w.bias_ih;
   const Tensor projected =
-      w.bias_ih.defined() ? addmm(w.bias_ih, rows, weight_ih_t) : matmul(rows, weight_ih_t);
+      input_bias.defined() ? addmm(input_bias, rows, weight_ih_t) : matmul(rows, weight_ih_t);
   const std::vector<Tensor> gates_x = split(projected, batch, 0);
 
   std::vector<Tensor> outputs(static_cast<size_t>(steps));
   for (int64_t s = 0; s < steps; ++s) {
     const int64_t t = reverse ? steps - 1 - s : s;
-    const Tensor gates_h =
-        w.bias_hh.defined() ? addmm(w.bias_hh, h, weight_hh_t) : matmul(h, weight_hh_t);
+    const Tensor gates_h = w.bias_hh.defined() && !fold_bias_hh ? addmm(w.bias_hh, h, weight_hh_t)
+                                                                : matmul(h, weight_hh_t);
     if (has_cell_state_) {
       LstmState next = lstm_cell(gates_x[size_t(t)], gates_h, h, c, lengths, t);
       h = next.h;
