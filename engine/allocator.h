@@ -23,6 +23,8 @@ struct MemoryStats {
 };
 
 MemoryStats cpu_memory_stats();
+// False in AddressSanitizer builds, which must see every free to catch a use after it.
+bool cpu_cache_enabled();
 void cpu_reset_peak_memory_stats();
 // Returns every cached CPU block to the system.
 void cpu_release_cached_memory();

@@ -164,6 +164,10 @@ void cpu_free(void* data, size_t nbytes) {
   CpuCache::instance().release(data, nbytes);
 }
 
+bool cpu_cache_enabled() {
+  return kCacheEnabled;
+}
+
 MemoryStats cpu_memory_stats() {
   return CpuCache::instance().stats();
 }

@@ -7,20 +7,6 @@
 
 using namespace sonata;
 
-// The cache is compiled out under AddressSanitizer (it must see every free), so the reuse
-// checks only hold in ordinary builds.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kCacheExpected = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kCacheExpected = false;
-#else
-constexpr bool kCacheExpected = true;
-#endif
-#else
-constexpr bool kCacheExpected = true;
-#endif
-
 TEST_CASE("CPU blocks are 64-byte aligned and counted while alive", "[core][allocator]") {
   const MemoryStats before = cpu_memory_stats();
   for (size_t nbytes : {size_t(0), size_t(1), size_t(100), size_t(3) << 20}) {
@@ -36,8 +22,10 @@ TEST_CASE("CPU blocks are 64-byte aligned and counted while alive", "[core][allo
 
 TEST_CASE("large CPU blocks are reused by size and the cache obeys its limit",
           "[core][allocator]") {
-  if (!kCacheExpected) SUCCEED("cache disabled under AddressSanitizer");
-  if (!kCacheExpected) return;
+  if (!cpu_cache_enabled()) {
+    SUCCEED("cache disabled under AddressSanitizer");
+    return;
+  }
   cpu_release_cached_memory();
   const size_t nbytes = (size_t(5) << 20) + 123;
   void* first = cpu_allocate(nbytes);

@@ -17,9 +17,11 @@
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "models/registry.h"
+#include "tests/support/tensor_compare.h"
 #include "tools/probe/probe_run.h"
 
 using namespace sonata;
+using namespace sonata::testing;
 
 namespace {
 
@@ -85,21 +87,6 @@ ProbeOptions probe_for(const Ds2Case& c, const CaseWeights& weights, const std::
   options.backward = train;
   options.precision = precision;
   return options;
-}
-
-// max |ours - torch| / max |torch| over the tensor.
-double relative_error(const Tensor& ours, const Tensor& theirs) {
-  const std::vector<double> a = ours.to_vector<double>(), e = theirs.to_vector<double>();
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(a[i] - e[i]));
-    scale = std::max(scale, std::abs(e[i]));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
-
-double max_abs(const Tensor& t) {
-  return amax(abs(t.to(DType::f64))).item();
 }
 
 // Every tensor of `expected_file` against ours, and with `complete` every one of ours found

@@ -7,29 +7,15 @@
 #include "base/error.h"
 #include "engine/io/safetensors.h"
 #include "engine/ops.h"
+#include "tests/support/tensor_compare.h"
 #include "tools/probe/probe_run.h"
 
 using namespace sonata;
+using namespace sonata::testing;
 
 namespace {
 
 const std::string kFolder = std::string(SONATA_FIXTURES_DIR) + "/vgg";
-
-// max |ours - torch| / max |torch| over the tensor: a relative error that single small
-// elements do not inflate.
-double relative_error(const Tensor& ours, const Tensor& theirs) {
-  const std::vector<double> a = ours.to_vector<double>(), e = theirs.to_vector<double>();
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(a[i] - e[i]));
-    scale = std::max(scale, std::abs(e[i]));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
-
-double max_abs(const Tensor& t) {
-  return amax(abs(t.to(DType::f64))).item();
-}
 
 ProbeOptions fixture_probe(const std::string& precision, bool train) {
   ProbeOptions options;
