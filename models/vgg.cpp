@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "engine/ops/memory_format.h"
 #include "models/layers/batch_norm.h"
 #include "models/layers/conv2d.h"
 #include "models/layers/init.h"
@@ -70,7 +71,7 @@ Tensor Vgg::forward(const Tensor& input) {
   SONATA_CHECK(input.dim() == 4 && input.shape()[1] == options_.in_channels,
                "vgg19_bn: expected input [N, ", options_.in_channels, ", H, W], got ",
                shape_str(input.shape()));
-  Tensor x = input;
+  Tensor x = options_.channels_last ? to_channels_last(input) : input;
   const size_t layers = features_->size();
   for (size_t i = 0; i < layers; ++i) {
     Module& layer = (*features_)[i];
@@ -87,12 +88,14 @@ Tensor Vgg::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> make_vgg19_bn(const ModelConfig& config) {
-  config.check_keys("vgg19_bn", {"num-classes", "in-channels", "width", "dropout"});
+  config.check_keys("vgg19_bn",
+                    {"num-classes", "in-channels", "width", "dropout", "channels-last"});
   VggOptions options;
   options.num_classes = config.get_int("num-classes", options.num_classes);
   options.in_channels = config.get_int("in-channels", options.in_channels);
   options.width = config.get_double("width", options.width);
   options.dropout = config.get_double("dropout", options.dropout);
+  options.channels_last = config.get_choice("channels-last", "false", {"false", "true"}) == "true";
   return std::make_shared<Vgg>(options);
 }
 

@@ -15,6 +15,9 @@ struct VggOptions {
   int64_t in_channels = 3;
   double width = 1.0;  // channel and hidden-size multiplier, for small CPU runs
   double dropout = 0.5;
+  // Runs the convolutions channels-last (NHWC): the input is converted once and the layout
+  // flows through conv, BN and ReLU (engine/ops/memory_format.h). Parameters are unchanged.
+  bool channels_last = false;
 };
 
 class Vgg : public Module {
@@ -31,7 +34,8 @@ class Vgg : public Module {
   std::shared_ptr<Sequential> classifier_;
 };
 
-// Options from the registry's strings: num-classes, in-channels, width, dropout.
+// Options from the registry's strings: num-classes, in-channels, width, dropout,
+// channels-last (true | false).
 std::shared_ptr<Module> make_vgg19_bn(const ModelConfig& config);
 
 }  // namespace sonata

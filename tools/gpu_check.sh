@@ -72,7 +72,10 @@ if [ "${SONATA_GPU_BENCH:-1}" = 1 ]; then
   for precision in fp32 fp16 bf16; do
     [ -f "$peer" ] && bench "torch ds2 $precision" "$py" "$peer" --work ds2 --device cuda --precision "$precision" --steps 10 --warmup 3
   done
-  bench "sonata vgg19_bn fp32" "$build/bench_models" --work vgg19_bn --device cuda --steps 10 --warmup 3
+  for precision in fp32 fp16 bf16; do
+    bench "sonata vgg19_bn $precision nchw" "$build/bench_models" --work vgg19_bn --device cuda --precision "$precision" --steps 10 --warmup 3
+    bench "sonata vgg19_bn $precision nhwc" "$build/bench_models" --work vgg19_bn --device cuda --precision "$precision" --channels-last --steps 10 --warmup 3
+  done
   for precision in fp32 fp16 bf16; do
     [ -f "$peer" ] && bench "torch vgg19_bn $precision" "$py" "$peer" --work vgg19_bn --device cuda --precision "$precision" --steps 10 --warmup 3
   done

@@ -12,6 +12,7 @@
 #include "engine/autograd/record.h"
 #include "engine/ops.h"
 #include "engine/ops/backend.h"
+#include "engine/ops/memory_format.h"
 #include "kernels/cpu/batch_norm.h"
 #if SONATA_WITH_CUDA
 #include "kernels/cuda/batch_norm.h"
@@ -122,9 +123,13 @@ std::pair<Tensor, Tensor> batch_statistics(const Tensor& in, const Layout& layou
 Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x, const Tensor& weight,
                        const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
                        const BatchNormOptions& options) {
-  const Layout layout = check_inputs(op, x, weight, bias, running_mean, running_var, options);
+  Layout layout = check_inputs(op, x, weight, bias, running_mean, running_var, options);
+  // Channels-last [N, C, H, W] is, to the kernels, N*H*W rows of C channels with planes of
+  // one: the same kernels, no transpose, and the layout flows on to the next layer.
+  const bool channels_last = prefers_channels_last(x);
+  if (channels_last) layout = Layout{layout.batch * layout.spatial, layout.channels, 1};
   const DType dtype = statistics_dtype(x.dtype());
-  const Tensor in = x.detach().contiguous();
+  const Tensor in = channels_last ? x.detach() : x.detach().contiguous();
   const Tensor w = as_statistics(weight, dtype), b = as_statistics(bias, dtype);
   const bool batch_stats = options.training;
   Tensor mean, invstd;
@@ -135,7 +140,7 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x, const Tensor&
     mean = snapshot(running_mean, dtype);
     invstd = rsqrt(add(snapshot(running_var, dtype), options.eps));
   }
-  Tensor out = empty_like(in);
+  Tensor out = channels_last ? empty_channels_last(in.shape(), in.options()) : empty_like(in);
   if (in.numel() > 0)
     SONATA_BACKEND(in.device(), batch_norm_apply, in.dtype(), in.data_ptr(), mean.data_ptr(),
                    invstd.data_ptr(), pointer(w), pointer(b), layout.batch, layout.channels,
@@ -144,7 +149,7 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x, const Tensor&
   const bool need_x = x.requires_grad(), need_w = w.requires_grad(), need_b = b.requires_grad();
   const Tensor saved_in = save(in), saved_w = save(w), saved_out = relu ? save(out) : Tensor();
   record(op, {x, w, b}, {&out}, [=](const std::vector<Tensor>& g) {
-    const Tensor gy = g[0].contiguous();
+    const Tensor gy = channels_last ? to_channels_last(g[0]) : g[0].contiguous();
     const Device device = gy.device();
     const TensorOptions stat_options = gy.options().with(dtype);
     const bool empty_input = gy.numel() == 0;
@@ -169,7 +174,7 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x, const Tensor&
     }
     Tensor gx;
     if (need_x) {
-      gx = empty_like(gy);
+      gx = channels_last ? empty_channels_last(gy.shape(), gy.options()) : empty_like(gy);
       if (!empty_input)
         SONATA_BACKEND(device, batch_norm_backward_input, gy.dtype(), gy.data_ptr(),
                        saved_in.data_ptr(), pointer(saved_out), mean.data_ptr(), invstd.data_ptr(),

@@ -6,6 +6,7 @@
 #include "engine/autograd/record.h"
 #include "engine/ops.h"
 #include "engine/ops/backend.h"
+#include "engine/ops/memory_format.h"
 #include "engine/ops/op_utils.h"
 #include "kernels/common/conv_shape.h"
 #include "kernels/cpu/conv.h"
@@ -96,10 +97,23 @@ size_t bytes_of(const Tensor& t) {
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
               const Conv2dParams& params) {
   check_conv_inputs(x, weight, bias, params);
-  const Conv2dShape s = conv_shape(x, weight, params);
-  const Tensor xc = x.contiguous(), wc = weight.contiguous();
+  const bool channels_last = prefers_channels_last(x);
+  // The CPU kernels are the NCHW reference: channels-last input is converted there and the
+  // output converted back, so that the layout still flows through the model as on CUDA.
+  if (channels_last && !x.device().is_cuda())
+    return to_channels_last(conv2d(x.contiguous(), weight, bias, params));
+
+  Conv2dShape s = conv_shape(x, weight, params);
+  s.channels_last = channels_last;
+  // Channels-last x is already dense NHWC; the filter is copied to [c_out, kh, kw, c_in] (a
+  // few MiB, against activations of hundreds), so parameters stay plain contiguous tensors.
+  const Tensor xc = channels_last ? x : x.contiguous();
+  const Tensor wc =
+      channels_last ? weight.detach().permute({0, 2, 3, 1}).contiguous() : weight.contiguous();
   const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-  Tensor out = empty({s.n, s.c_out, s.h_out, s.w_out}, x.options());
+  const Shape out_shape{s.n, s.c_out, s.h_out, s.w_out}, x_shape{s.n, s.c_in, s.h, s.w};
+  Tensor out =
+      channels_last ? empty_channels_last(out_shape, x.options()) : empty(out_shape, x.options());
   if (out.numel() > 0) {
     const Tensor workspace = conv_workspace(xc, s, ConvPass::forward);
     SONATA_BACKEND(xc.device(), conv2d_forward, xc.dtype(), s, xc.data_ptr(), wc.data_ptr(),
@@ -112,16 +126,17 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const bool need_b = bias.defined() && bias.requires_grad();
   const Tensor saved_x = need_w ? save(xc) : Tensor(), saved_w = need_x ? save(wc) : Tensor();
   record("conv2d", {x, weight, bias}, {&out}, [=](const std::vector<Tensor>& g) {
-    const Tensor gy = g[0].contiguous();
+    const Tensor gy = channels_last ? to_channels_last(g[0]) : g[0].contiguous();
     std::vector<Tensor> grads(3);
     if (gy.numel() == 0) {  // no output, nothing flows back: every gradient is zero
-      if (need_x) grads[0] = zeros({s.n, s.c_in, s.h, s.w}, gy.options());
+      if (need_x) grads[0] = zeros(x_shape, gy.options());
       if (need_w) grads[1] = zeros({s.c_out, s.c_in, s.kh, s.kw}, gy.options());
       if (need_b) grads[2] = zeros({s.c_out}, gy.options());
       return grads;
     }
     if (need_x) {
-      grads[0] = empty({s.n, s.c_in, s.h, s.w}, gy.options());
+      grads[0] =
+          channels_last ? empty_channels_last(x_shape, gy.options()) : empty(x_shape, gy.options());
       const Tensor workspace = conv_workspace(gy, s, ConvPass::backward_input);
       SONATA_BACKEND(gy.device(), conv2d_backward_input, gy.dtype(), s, gy.data_ptr(),
                      saved_w.data_ptr(), grads[0].data_ptr(), pointer_of(workspace),
@@ -129,12 +144,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
     }
     if (need_w) {
       // The bias gradient rides along: it sums the same grad_y the weight's product reads.
-      grads[1] = empty({s.c_out, s.c_in, s.kh, s.kw}, gy.options());
+      const Tensor grad_w = channels_last ? empty({s.c_out, s.kh, s.kw, s.c_in}, gy.options())
+                                          : empty({s.c_out, s.c_in, s.kh, s.kw}, gy.options());
       if (need_b) grads[2] = empty({s.c_out}, gy.options());
       const Tensor workspace = conv_workspace(gy, s, ConvPass::backward_weight);
       SONATA_BACKEND(gy.device(), conv2d_backward_weight, gy.dtype(), s, gy.data_ptr(),
-                     saved_x.data_ptr(), grads[1].data_ptr(), pointer_of(grads[2]),
+                     saved_x.data_ptr(), grad_w.data_ptr(), pointer_of(grads[2]),
                      pointer_of(workspace), bytes_of(workspace));
+      grads[1] = channels_last ? grad_w.permute({0, 3, 1, 2}).contiguous() : grad_w;
     } else if (need_b) {
       grads[2] = sum(gy, {0, 2, 3});
     }

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "engine/autograd/record.h"
 #include "engine/ops/backend.h"
+#include "engine/ops/memory_format.h"
 #include "engine/ops/op_utils.h"
 #include "kernels/common/conv_shape.h"
 #include "kernels/cpu/pool.h"
@@ -82,6 +83,14 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, std::array<int64_t, 2> ker
                " is smaller than the dilated kernel ", pair_str(kernel_size), " with padding ",
                pair_str(padding), " (output would be ", s.h_out, "x", s.w_out, ")");
 
+  // The pooling kernels are NCHW only: channels-last input pools through a converted copy
+  // and is converted back, so that the layout flows on. (A channels-last kernel would save
+  // the two copies; unmeasured.)
+  if (prefers_channels_last(x)) {
+    auto [pooled, where] =
+        max_pool2d(x.contiguous(), kernel_size, stride, padding, dilation, ceil_mode);
+    return {to_channels_last(pooled), where};
+  }
   const Tensor in = x.contiguous();
   Tensor out = empty(pooled_shape(x, s.h_out, s.w_out), x.options());
   Tensor indices = empty(out.shape(), x.options().with(DType::i64));
@@ -107,6 +116,8 @@ Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size) 
                pair_str(output_size), " must be positive");
   s.h_out = output_size[0];
   s.w_out = output_size[1];
+  if (prefers_channels_last(x))  // NCHW kernels, as max_pool2d
+    return to_channels_last(adaptive_avg_pool2d(x.contiguous(), output_size));
   const Tensor in = x.contiguous();
   Tensor out = empty(pooled_shape(x, s.h_out, s.w_out), x.options());
   if (out.numel() > 0)

@@ -9,12 +9,15 @@
 namespace sonata::kernels {
 
 // Cross-correlation (PyTorch's conv2d, groups = 1): x[n, c_in, h, w] with
-// weight[c_out, c_in, kh, kw] gives y[n, c_out, h_out, w_out].
+// weight[c_out, c_in, kh, kw] gives y[n, c_out, h_out, w_out]. With channels_last the same
+// tensors are stored NHWC: x[n, h, w, c_in], weight[c_out, kh, kw, c_in], y[n, h_out, w_out,
+// c_out] (CUDA only; the CPU kernels take NCHW and the engine converts).
 struct Conv2dShape {
   int64_t n = 0, c_in = 0, h = 0, w = 0;
   int64_t c_out = 0, kh = 0, kw = 0;
   int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
   int64_t h_out = 0, w_out = 0;
+  bool channels_last = false;
 
   int64_t patch() const { return c_in * kh * kw; }  // the GEMM's reduction length
 };

@@ -140,9 +140,16 @@ void gemm_once(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, in
   gemm(dtype, g, 1.0, a, b, beta, c);
 }
 
+// The CPU kernels are the NCHW reference; the engine converts channels-last tensors first.
+void require_nchw(const Conv2dShape& s) {
+  SONATA_CHECK(!s.channels_last,
+               "sonata::cpu::conv2d: the CPU kernels take NCHW tensors, not channels-last");
+}
+
 }  // namespace
 
 size_t conv2d_workspace_bytes(DType dtype, const Conv2dShape& shape, ConvPass) {
+  require_nchw(shape);
   const size_t per_image = size_t(elements_per_image(shape)) * dtype_size(dtype);
   if (per_image == 0) return 0;
   const int64_t images =
@@ -153,6 +160,7 @@ size_t conv2d_workspace_bytes(DType dtype, const Conv2dShape& shape, ConvPass) {
 void conv2d_forward(DType dtype, const Conv2dShape& s, const void* x, const void* weight,
                     const void* bias, void* y, void* workspace, size_t workspace_bytes) {
   SONATA_NVTX_RANGE("sonata::cpu::conv2d_forward");
+  require_nchw(s);
   dispatch_float(dtype, "conv2d", [&]<typename T>() {
     if (s.n == 0 || s.h_out * s.w_out == 0) return;
     const int64_t chunk = images_per_chunk(s, sizeof(T), workspace_bytes);
@@ -174,6 +182,7 @@ void conv2d_backward_input(DType dtype, const Conv2dShape& s, const void* grad_y
                            const void* weight, void* grad_x, void* workspace,
                            size_t workspace_bytes) {
   SONATA_NVTX_RANGE("sonata::cpu::conv2d_backward_input");
+  require_nchw(s);
   dispatch_float(dtype, "conv2d_backward_input", [&]<typename T>() {
     if (s.n == 0) return;
     T* gx = static_cast<T*>(grad_x);
@@ -201,6 +210,7 @@ void conv2d_backward_weight(DType dtype, const Conv2dShape& s, const void* grad_
                             void* grad_weight, void* grad_bias, void* workspace,
                             size_t workspace_bytes) {
   SONATA_NVTX_RANGE("sonata::cpu::conv2d_backward_weight");
+  require_nchw(s);
   dispatch_float(dtype, "conv2d_backward_weight", [&]<typename T>() {
     T* gw = static_cast<T*>(grad_weight);
     T* gb = static_cast<T*>(grad_bias);

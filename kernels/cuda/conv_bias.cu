@@ -17,16 +17,18 @@ __global__ void add_channel_bias_kernel(int64_t count, T* y, const T* bias, int6
   }
 }
 
-// One block per channel: threads walk each image's plane (coalesced), then the block sums.
+// One block per channel: threads walk the channel's n * plane values together (coalesced
+// along NCHW planes; channels-last rows arrive as plane = 1 and are read strided), then the
+// block sums.
 template <typename T>
 __global__ void channel_bias_grad_kernel(const T* grad_y, T* grad_bias, int64_t n, int64_t channels,
                                          int64_t plane) {
   using Acc = float_compute_t<T>;
   const int64_t c = blockIdx.x;
   Acc total = 0;
-  for (int64_t b = 0; b < n; ++b) {
-    const T* row = grad_y + (b * channels + c) * plane;
-    for (int64_t p = threadIdx.x; p < plane; p += blockDim.x) total += Acc(load(row[p]));
+  for (int64_t i = threadIdx.x; i < n * plane; i += blockDim.x) {
+    const int64_t b = i / plane, p = i - b * plane;
+    total += Acc(load(grad_y[(b * channels + c) * plane + p]));
   }
   total = warp_allreduce(total, [](Acc a, Acc b) { return a + b; });
   __shared__ Acc warp_totals[kBlockSize / kWarpSize];

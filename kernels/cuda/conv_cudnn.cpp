@@ -104,18 +104,21 @@ std::unique_ptr<ConvPlan> make_plan(DType dtype, const Conv2dShape& s) {
   auto plan = std::make_unique<ConvPlan>();
   plan->types = dnn_types(dtype);
   const cudnnDataType_t data = plan->types.data;
+  // NHWC describes x, y and the filter alike (the filter as [c_out, kh, kw, c_in]); cuDNN
+  // takes the logical NCHW sizes either way.
+  const cudnnTensorFormat_t format = s.channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   as_int(s.n * s.c_in * s.h * s.w, "input element count");
   as_int(s.n * s.c_out * s.h_out * s.w_out, "output element count");
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->x));
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, data, as_int(s.n, "batch"),
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, format, data, as_int(s.n, "batch"),
                                          as_int(s.c_in, "channels"), as_int(s.h, "height"),
                                          as_int(s.w, "width")));
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->y));
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y, CUDNN_TENSOR_NCHW, data, int(s.n), int(s.c_out),
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y, format, data, int(s.n), int(s.c_out),
                                          int(s.h_out), int(s.w_out)));
   CUDNN_CHECK(cudnnCreateFilterDescriptor(&plan->w));
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, data, CUDNN_TENSOR_NCHW, int(s.c_out),
-                                         int(s.c_in), int(s.kh), int(s.kw)));
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, data, format, int(s.c_out), int(s.c_in),
+                                         int(s.kh), int(s.kw)));
   for (cudnnConvolutionDescriptor_t& conv : plan->conv) {
     CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, int(s.pad_h), int(s.pad_w), int(s.stride_h),
@@ -135,12 +138,12 @@ std::unique_ptr<ConvPlan> make_plan(DType dtype, const Conv2dShape& s) {
 
 // Plans live for the process, like the handles; a training run sees a few dozen shapes.
 ConvPlan& plan_for(int device, DType dtype, const Conv2dShape& s) {
-  using Key = std::array<int64_t, 17>;
+  using Key = std::array<int64_t, 18>;
   static std::mutex mutex;
   static std::map<Key, std::unique_ptr<ConvPlan>> plans;
   const Key key{device,  int64_t(dtype), s.n,     s.c_in,     s.h,        s.w,
                 s.c_out, s.kh,           s.kw,    s.stride_h, s.stride_w, s.pad_h,
-                s.pad_w, s.dil_h,        s.dil_w, s.h_out,    s.w_out};
+                s.pad_w, s.dil_h,        s.dil_w, s.h_out,    s.w_out,    int64_t(s.channels_last)};
   const std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<ConvPlan>& plan = plans[key];
   if (!plan) plan = make_plan(dtype, s);
@@ -269,6 +272,15 @@ class PassContext {
   double one_d_ = 1.0, zero_d_ = 0.0;
 };
 
+// The bias kernels index y as [rows, c_out, plane]: NCHW is (n, c_out, h_out*w_out), NHWC is
+// (n*h_out*w_out, c_out, 1).
+int64_t bias_rows(const Conv2dShape& s) {
+  return s.channels_last ? s.n * s.h_out * s.w_out : s.n;
+}
+int64_t bias_plane(const Conv2dShape& s) {
+  return s.channels_last ? 1 : s.h_out * s.w_out;
+}
+
 }  // namespace
 
 size_t conv2d_workspace_bytes(DType dtype, const Conv2dShape& shape, ConvPass pass,
@@ -289,7 +301,7 @@ void conv2d_forward(DType dtype, const Conv2dShape& s, const void* x, const void
                                         c.conv(), cudnnConvolutionFwdAlgo_t(c.choice().algo),
                                         workspace, workspace_bytes, c.zero(), c.plan().y, y));
   }
-  if (bias) add_channel_bias(dtype, y, bias, s.n, s.c_out, s.h_out * s.w_out, stream);
+  if (bias) add_channel_bias(dtype, y, bias, bias_rows(s), s.c_out, bias_plane(s), stream);
 }
 
 void conv2d_backward_input(DType dtype, const Conv2dShape& s, const void* grad_y,
@@ -317,7 +329,7 @@ void conv2d_backward_weight(DType dtype, const Conv2dShape& s, const void* grad_
         c.plan().w, grad_weight));
   }
   if (grad_bias)
-    channel_bias_grad(dtype, grad_y, grad_bias, s.n, s.c_out, s.h_out * s.w_out, stream);
+    channel_bias_grad(dtype, grad_y, grad_bias, bias_rows(s), s.c_out, bias_plane(s), stream);
 }
 
 #else  // !SONATA_WITH_CUDNN

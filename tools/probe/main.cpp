@@ -22,11 +22,13 @@ int main(int argc, char** argv) {
   sonata::ProbeOptions options;
   CLI::App app{"sonata parity probe: one forward/backward, outputs named as PyTorch's"};
   app.add_option("--model", options.model, "model name")->capture_default_str();
-  std::string num_classes, in_channels, width, dropout;
+  std::string num_classes, in_channels, width, dropout, channels_last;
   app.add_option("--num-classes", num_classes, "model option");
   app.add_option("--in-channels", in_channels, "model option");
   app.add_option("--width", width, "model option: channel multiplier");
   app.add_option("--dropout", dropout, "model option");
+  app.add_option("--channels-last", channels_last,
+                 "model option: true | false (NHWC convolutions)");
   app.add_option("--weights", options.weights, "safetensors weights with PyTorch names");
   app.add_option("--input", options.input, "input batch (.npy); required unless --op");
   app.add_option("--labels", options.labels, "class labels (.npy, integers)");
@@ -55,7 +57,8 @@ int main(int argc, char** argv) {
   for (auto [key, value] : {std::pair{"num-classes", &num_classes},
                             {"in-channels", &in_channels},
                             {"width", &width},
-                            {"dropout", &dropout}})
+                            {"dropout", &dropout},
+                            {"channels-last", &channels_last}})
     if (!value->empty()) options.model_options[key] = *value;
   for (const auto& [key, value] : ds2_options)
     if (!value.empty()) options.model_options[key] = value;

@@ -1,0 +1,40 @@
+#include "engine/ops/memory_format.h"
+
+#include "base/error.h"
+#include "engine/autograd/grad_mode.h"
+
+namespace sonata {
+
+bool is_channels_last(const Tensor& x) {
+  if (!x.defined() || x.dim() != 4) return false;
+  const Shape& shape = x.shape();
+  const Shape& strides = x.strides();
+  // Innermost to outermost in memory: C, W, H, N.
+  int64_t expected = 1;
+  for (int d : {1, 3, 2, 0}) {
+    if (shape[size_t(d)] != 1 && strides[size_t(d)] != expected) return false;
+    expected *= shape[size_t(d)];
+  }
+  return true;
+}
+
+bool prefers_channels_last(const Tensor& x) {
+  return is_channels_last(x) && !x.is_contiguous();
+}
+
+Tensor to_channels_last(const Tensor& x) {
+  SONATA_CHECK(x.defined() && x.dim() == 4,
+               "to_channels_last: expected a 4-D [N, C, H, W] tensor, got ",
+               x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor"));
+  if (is_channels_last(x)) return x;
+  return x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+}
+
+Tensor empty_channels_last(const Shape& nchw, const TensorOptions& options) {
+  SONATA_CHECK(nchw.size() == 4, "empty_channels_last: expected an NCHW shape, got ",
+               shape_str(nchw));
+  NoGradGuard no_grad;
+  return empty({nchw[0], nchw[2], nchw[3], nchw[1]}, options).permute({0, 3, 1, 2});
+}
+
+}  // namespace sonata
