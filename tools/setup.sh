@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ pkg-config libopenblas-openmp-dev catch2 nlohmann-json3-dev libcli11-dev)
+packages=(cmake ninja-build g++ pkg-config libopenblas-openmp-dev catch2 nlohmann-json3-dev libcli11-dev libsndfile1-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,6 +2,7 @@
 // ../shared/bench/peer_torch.py so the two can be compared side by side:
 //   bench_models --work vgg19_bn --device cpu [--batch 8] [--size 1x128x128] [--steps 5]
 //   bench_models --work ds2 --device cpu [--batch 8] [--size 400]
+//   bench_models --work mel --device cpu [--batch 16] [--size 160000]
 //   bench_models --work ctc --device cpu [--batch 32] [--size 400] [--target-length 40]
 // (the last against bench/peer_ctc.py). Extra fields name the BLAS kernels and the peak
 // memory, so a figure can be traced to what produced it.
@@ -20,11 +21,14 @@ int main(int argc, char** argv) {
   BenchOptions options;
   std::string device_name = "cpu";
   CLI::App app{"sonata training-step benchmark (peer_torch.py's workloads and JSON schema)"};
-  app.add_option("--work", options.work, "vgg19_bn | ds2 | ctc")->required();
+  app.add_option("--work", options.work, "vgg19_bn | ds2 | ctc | mel")->required();
   app.add_option("--device", device_name, "cpu | cuda | cuda:N")->capture_default_str();
-  app.add_option("--precision", options.precision, "fp32")->capture_default_str();
+  app.add_option("--precision", options.precision, "fp32 | fp16 | bf16 (vgg19_bn on CUDA)")
+      ->capture_default_str();
+  app.add_flag("--channels-last", options.channels_last, "vgg19_bn: NHWC convolutions");
   app.add_option("--batch", options.batch, "batch size (default: the workload's)");
-  app.add_option("--size", options.size, "CxHxW for vgg19_bn, frames for ds2 and ctc");
+  app.add_option("--size", options.size,
+                 "CxHxW for vgg19_bn, frames for ds2 and ctc, samples per clip for mel");
   app.add_option("--target-length", options.target_length, "labels per sample (ds2, ctc)");
   app.add_option("--steps", options.steps, "timed steps")->capture_default_str();
   app.add_option("--warmup", options.warmup, "untimed steps first")->capture_default_str();
@@ -39,8 +43,11 @@ int main(int argc, char** argv) {
       fields = bench_ds2(options);
     else if (options.work == "ctc")
       fields = bench_ctc(options);
+    else if (options.work == "mel")
+      fields = bench_mel(options);
     else
-      throw Error(str("bench_models: unknown --work '", options.work, "' (vgg19_bn, ds2, ctc)"));
+      throw Error(
+          str("bench_models: unknown --work '", options.work, "' (vgg19_bn, ds2, ctc, mel)"));
 
     std::printf("{\"work\": \"%s\", \"device\": \"%s\", \"precision\": \"%s\"",
                 options.work.c_str(), device_name.c_str(), options.precision.c_str());

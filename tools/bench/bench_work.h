@@ -20,6 +20,7 @@ struct BenchOptions {
   std::string size;   // vgg19_bn: CxHxW; ds2 and ctc: frames
   int64_t target_length = 0;
   int steps = 5, warmup = 2;
+  bool channels_last = false;  // vgg19_bn: NHWC convolutions
 };
 
 // Ordered (key, already-formatted JSON value) pairs.
@@ -33,5 +34,6 @@ double time_steps(const BenchOptions& options, const std::function<void()>& step
 BenchFields bench_vgg19_bn(const BenchOptions& options);
 BenchFields bench_ds2(const BenchOptions& options);
 BenchFields bench_ctc(const BenchOptions& options);
+BenchFields bench_mel(const BenchOptions& options);
 
 }  // namespace sonata
