@@ -5,6 +5,7 @@
 
 #include "engine/ops.h"
 #include "engine/ops/batch_norm.h"
+#include "engine/ops/memory_format.h"
 #include "tests/cuda/parity_util.h"
 
 using namespace sonata;
@@ -82,5 +83,29 @@ TEST_CASE("cuda batch_norm with f32 parameters beside half activations", "[cuda]
         compare_tensors(rv.to(Device::cpu()), rv_cpu, tolerance, "running_var");
     INFO(stats.report);
     CHECK(stats.ok);
+  }
+}
+
+TEST_CASE("batch_norm on channels-last input matches the CPU", "[cuda][batch_norm][layout]") {
+  const std::vector<Shape> shapes = {{4, 3, 5, 7}, {8, 16, 8, 8}, {16, 32, 16, 16}};
+  uint64_t seed = 2000;
+  for (const Shape& shape : shapes) {
+    const int64_t c = shape[1];
+    const Tensor x = parity_input(shape, ++seed, -1, 3);
+    const Tensor w = parity_input({c}, ++seed, 0.5, 1.5), b = parity_input({c}, ++seed);
+    const Tensor rm = parity_input({c}, ++seed, -0.5, 0.5, false);
+    const Tensor rv = parity_input({c}, ++seed, 0.5, 2, false);
+    for (bool training : {true, false}) {
+      INFO("shape " << shape_str(shape) << " training " << training);
+      const BatchNormOptions options{training, 0.1, 1e-5};
+      require_parity(
+          [&](const std::vector<Tensor>& in) {
+            const Tensor y =
+                batch_norm_relu(to_channels_last(in[0]), in[1], in[2], in[3], in[4], options);
+            REQUIRE(is_channels_last(y));
+            return cat({y.to(DType::f32).flatten(), in[3].to(DType::f32), in[4].to(DType::f32)}, 0);
+          },
+          {x, w, b, rm, rv});
+    }
   }
 }

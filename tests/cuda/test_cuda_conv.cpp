@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/ops/conv.h"
+#include "engine/ops/memory_format.h"
 #include "tests/cuda/parity_util.h"
 
 using namespace sonata;
@@ -67,4 +68,23 @@ TEST_CASE("conv2d on CUDA when only some inputs require gradients", "[cuda][conv
   require_parity(conv_of(params), {x, frozen_w, parity_input({8}, 954)});
   // The input alone.
   require_parity(conv_of(params), {parity_input({2, 4, 8, 8}, 955), frozen_w});
+}
+
+TEST_CASE("conv2d on channels-last input matches the CPU", "[cuda][conv][layout]") {
+  uint64_t seed = 1900;
+  for (const ConvCase& c : conv_cases()) {
+    INFO(c.name);
+    std::vector<Tensor> inputs{parity_input(c.x, ++seed),
+                               parity_input(c.weight, ++seed, -0.25, 0.25)};
+    if (c.bias) inputs.push_back(parity_input({c.weight[0]}, ++seed));
+    const Conv2dParams params = c.params;
+    require_parity(
+        [&](const std::vector<Tensor>& in) {
+          const Tensor y =
+              conv2d(to_channels_last(in[0]), in[1], in.size() > 2 ? in[2] : Tensor(), params);
+          REQUIRE(is_channels_last(y));  // on both devices: the layout flows on
+          return y;
+        },
+        inputs);
+  }
 }
