@@ -12,16 +12,14 @@
 namespace sonata {
 namespace {
 
-constexpr int64_t kConvChannels = 32;
 constexpr double kHardtanhMax = 20.0;
 
 struct ConvSpec {
-  int64_t in_channels;
   std::array<int64_t, 2> kernel, stride, padding;  // (time, frequency)
 };
 constexpr ConvSpec kConvs[] = {
-    {1, {11, 41}, {2, 2}, {5, 20}},
-    {kConvChannels, {11, 21}, {1, 2}, {5, 10}},
+    {{11, 41}, {2, 2}, {5, 20}},
+    {{11, 21}, {1, 2}, {5, 10}},
 };
 
 // torch's conv output size; the floor matters for an empty sequence (numerator -1).
@@ -59,18 +57,21 @@ Ds2::Ds2(const Ds2Options& options) : options_(options) {
                "ds2: --num-classes must be at least 2 (blank and one label)");
   SONATA_CHECK(options.hidden > 0, "ds2: --hidden must be positive");
   SONATA_CHECK(options.layers > 0, "ds2: --layers must be positive");
+  SONATA_CHECK(options.conv_channels > 0, "ds2: --conv-channels must be positive");
   SONATA_CHECK(options.bidirectional || !options.sum_directions,
                "ds2: --merge sum needs a bidirectional RNN (--bidirectional 1)");
 
   conv_ = register_module("conv", std::make_shared<Sequential>());
+  int64_t in_channels = 1;
   for (const ConvSpec& spec : kConvs) {
-    conv_->push_back(std::make_shared<Conv2d>(spec.in_channels, kConvChannels, spec.kernel,
+    conv_->push_back(std::make_shared<Conv2d>(in_channels, options.conv_channels, spec.kernel,
                                               Conv2dParams{spec.stride, spec.padding, {1, 1}}));
-    conv_->push_back(std::make_shared<BatchNorm>(kConvChannels));
+    conv_->push_back(std::make_shared<BatchNorm>(options.conv_channels));
     conv_->push_back(std::make_shared<Hardtanh>(0.0, kHardtanhMax));
+    in_channels = options.conv_channels;
   }
 
-  const int64_t features = kConvChannels * conv_output_features(options.num_mels);
+  const int64_t features = options.conv_channels * conv_output_features(options.num_mels);
   const bool sum = options.bidirectional && options.sum_directions;
   if (options.seq_batch_norm || sum) {
     auto rnns = register_module("rnns", std::make_shared<Sequential>());
@@ -129,7 +130,7 @@ Ds2Output Ds2::forward_logits(const Tensor& input, const Tensor& lengths) {
   for (int64_t& length : valid) length = output_frames(length);
   const Tensor output_lengths = from_vector(valid, {batch});
 
-  Tensor x = conv_->forward(input);  // [N, 32, T', F']
+  Tensor x = conv_->forward(input);  // [N, conv_channels, T', F']
   const int64_t steps = x.size(2);
   x = x.permute({2, 0, 1, 3}).reshape({steps, batch, -1});
   if (layered()) {
@@ -141,8 +142,8 @@ Ds2Output Ds2::forward_logits(const Tensor& input, const Tensor& lengths) {
 }
 
 std::shared_ptr<Module> make_ds2(const ModelConfig& config) {
-  config.check_keys("ds2", {"num-mels", "num-classes", "vocab-size", "hidden", "layers", "rnn",
-                            "bidirectional", "merge", "seq-batch-norm"});
+  config.check_keys("ds2", {"num-mels", "num-classes", "vocab-size", "conv-channels", "hidden",
+                            "layers", "rnn", "bidirectional", "merge", "seq-batch-norm"});
   Ds2Options options;
   options.num_mels = config.get_int("num-mels", options.num_mels);
   options.num_classes = config.get_int("num-classes", options.num_classes);
@@ -153,6 +154,7 @@ std::shared_ptr<Module> make_ds2(const ModelConfig& config) {
                  " disagree (they name the same thing; give one)");
     options.num_classes = vocab;
   }
+  options.conv_channels = config.get_int("conv-channels", options.conv_channels);
   options.hidden = config.get_int("hidden", options.hidden);
   options.layers = config.get_int("layers", options.layers);
   options.rnn =

@@ -32,6 +32,7 @@ namespace sonata {
 struct Ds2Options {
   int64_t num_mels = 80;
   int64_t num_classes = 29;  // blank, space, apostrophe, a-z
+  int64_t conv_channels = 32;  // of both convolutions; small models (the demo) use fewer
   int64_t hidden = 256;
   int64_t layers = 3;
   RnnKind rnn = RnnKind::lstm;
@@ -70,8 +71,9 @@ class Ds2 : public Module {
   std::shared_ptr<Linear> fc_;
 };
 
-// Options from the registry's strings: num-mels, num-classes (or vocab-size), hidden,
-// layers, rnn (lstm | gru), bidirectional (0 | 1), merge (concat | sum), seq-batch-norm (0 | 1).
+// Options from the registry's strings: num-mels, num-classes (or vocab-size), conv-channels,
+// hidden, layers, rnn (lstm | gru), bidirectional (0 | 1), merge (concat | sum),
+// seq-batch-norm (0 | 1).
 std::shared_ptr<Module> make_ds2(const ModelConfig& config);
 
 }  // namespace sonata

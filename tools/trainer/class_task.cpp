@@ -1,0 +1,276 @@
+#include "tools/trainer/class_task.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+
+#include "base/error.h"
+#include "data/audio/decode.h"
+#include "data/audio/resample.h"
+#include "data/manifest/class_manifest.h"
+#include "engine/autograd/grad_mode.h"
+#include "engine/ops.h"
+#include "engine/ops/loss.h"
+#include "models/registry.h"
+#include "tools/trainer/parallel_for.h"
+#include "tools/trainer/precision.h"
+
+namespace sonata {
+namespace {
+
+constexpr double kTopDb = 80.0;
+
+std::vector<ClassEntry> entries_of(const std::string& path) {
+  return std::filesystem::is_directory(path) ? scan_class_folders(path) : read_class_manifest(path);
+}
+
+const std::string& first_manifest(const TrainerOptions& o) {
+  if (!o.train_manifest.empty()) return o.train_manifest;
+  return o.val_manifest.empty() ? o.test_manifest : o.val_manifest;
+}
+
+FeatureConfig image_features(const TrainerOptions& o) {
+  FeatureConfig config;
+  config.sample_rate = o.sample_rate;
+  config.n_fft = o.n_fft;
+  config.hop_length = o.hop_length;
+  config.n_mels = o.image_height;
+  config.log = FeatureLog::db;
+  config.top_db = kTopDb;
+  config.validate();
+  return config;
+}
+
+}  // namespace
+
+Tensor spectrogram_image(std::span<const float> slice, const FeatureExtractor& extractor,
+                         int64_t width) {
+  const Tensor mel = extractor.log_mel(slice);  // [frames, H] in dB, floored at max - 80
+  const int64_t frames = mel.size(0), height = mel.size(1);
+  const float* db = mel.data<float>();
+  const float peak = *std::max_element(db, db + mel.numel());
+  Tensor image = empty({height, width});
+  float* out = image.data<float>();
+  // Linear resize along time with half-pixel centres (align_corners = False).
+  const double scale = double(frames) / double(width);
+  for (int64_t x = 0; x < width; ++x) {
+    const double source = std::clamp((double(x) + 0.5) * scale - 0.5, 0.0, double(frames - 1));
+    const int64_t left = int64_t(source);
+    const int64_t right = std::min(left + 1, frames - 1);
+    const double t = source - double(left);
+    for (int64_t y = 0; y < height; ++y) {
+      const double value = (1 - t) * db[left * height + y] + t * db[right * height + y];
+      // Top row is the highest band, as an image of the spectrogram is drawn.
+      const double unit = std::clamp((value - (peak - kTopDb)) / kTopDb, 0.0, 1.0);
+      out[(height - 1 - y) * width + x] = float((unit - 0.5) / 0.5);
+    }
+  }
+  return image;
+}
+
+ClassTask::ClassTask(const TrainerOptions& options)
+    : options_(options),
+      extractor_(image_features(options)),
+      labels_(label_map_of(entries_of(first_manifest(options)))),
+      compute_dtype_(compute_dtype(options.precision)) {
+  if (!options.train_manifest.empty()) train_ = load("train", options.train_manifest);
+  if (!options.val_manifest.empty()) val_ = load("val", options.val_manifest);
+  if (!options.test_manifest.empty()) test_ = load("test", options.test_manifest);
+  ModelConfig config(options.model_config);
+  config.set("num-classes", std::to_string(labels_.size()));
+  model_ = make_model("vgg19_bn", config);
+  in_channels_ = config.get_int("in-channels", 3);
+}
+
+ImageSplit ClassTask::load(const std::string& name, const std::string& manifest) const {
+  const std::vector<ClassEntry> entries = entries_of(manifest);
+  SONATA_CHECK(!entries.empty(), "--", name, " ", manifest, " lists no tracks");
+  const int64_t rate = options_.sample_rate;
+  const int64_t slice = int64_t(std::llround(options_.slice_seconds * double(rate)));
+  std::vector<std::vector<Tensor>> images(entries.size());
+  std::vector<double> seconds(entries.size());
+  std::vector<int64_t> labels(entries.size());
+  parallel_for(int64_t(entries.size()), options_.workers, [&](int64_t i) {
+    const ClassEntry& entry = entries[size_t(i)];
+    const auto label = labels_.find(entry.label);
+    SONATA_CHECK(label.has_value(), manifest, ": label '", entry.label, "' of ", entry.path,
+                 " is not among the ", labels_.size(), " labels of ", first_manifest(options_));
+    labels[size_t(i)] = *label;
+    Audio decoded = decode_audio(entry.path);
+    std::vector<float> audio = decoded.sample_rate == rate
+                                   ? std::move(decoded.samples)
+                                   : resample(decoded.samples, decoded.sample_rate, rate);
+    seconds[size_t(i)] = double(audio.size()) / double(rate);
+    if (int64_t(audio.size()) < slice) audio.resize(size_t(slice), 0.0f);
+    for (int64_t start = 0; start + slice <= int64_t(audio.size()); start += slice)
+      images[size_t(i)].push_back(
+          spectrogram_image(std::span<const float>(audio.data() + start, size_t(slice)), extractor_,
+                            options_.image_width));
+  });
+  ImageSplit split;
+  split.name = name;
+  split.track_count = int64_t(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    for (Tensor& image : images[i]) {
+      split.images.push_back(std::move(image));
+      split.labels.push_back(labels[i]);
+      split.tracks.push_back(int64_t(i));
+    }
+    split.seconds += seconds[i];
+  }
+  return split;
+}
+
+std::vector<int64_t> ClassTask::train_lengths() const {
+  return std::vector<int64_t>(train_.images.size(), 1);
+}
+
+const ImageSplit& ClassTask::split(const std::string& name) const {
+  if (name == "train") return train_;
+  if (name == "val") return val_;
+  SONATA_CHECK(name == "test", "no split named '", name, "'");
+  return test_;
+}
+
+bool ClassTask::has_split(const std::string& name) const {
+  return !split(name).images.empty();
+}
+
+HostBatch ClassTask::prepare(const std::vector<int64_t>& items, int64_t) const {
+  return batch_of(train_, items);
+}
+
+// tensors: images [N, C, H, W], labels i64 [N].
+HostBatch ClassTask::batch_of(const ImageSplit& data, const std::vector<int64_t>& items) const {
+  const int64_t batch = int64_t(items.size());
+  const int64_t height = options_.image_height, width = options_.image_width;
+  Tensor images = empty({batch, in_channels_, height, width});
+  float* out = images.data<float>();
+  std::vector<int64_t> labels;
+  for (int64_t n = 0; n < batch; ++n) {
+    const float* image = data.images[size_t(items[size_t(n)])].data<float>();
+    for (int64_t c = 0; c < in_channels_; ++c)
+      std::copy_n(image, height * width, out + (n * in_channels_ + c) * height * width);
+    labels.push_back(data.labels[size_t(items[size_t(n)])]);
+  }
+  HostBatch host;
+  host.items = batch;
+  host.audio_seconds = double(batch) * options_.slice_seconds;
+  host.tensors = {images, from_vector(labels, {batch})};
+  return host;
+}
+
+Tensor ClassTask::loss(const HostBatch& batch, Device device) {
+  const Tensor images = batch.tensors[0].to(device, true).to(compute_dtype_);
+  const Tensor logits = model_->forward(images);
+  return cross_entropy(cast(logits, DType::f32), batch.tensors[1].to(device, true));
+}
+
+EvalResult ClassTask::evaluate(const std::string& name, Device device) {
+  const ImageSplit& data = split(name);
+  const int64_t count = int64_t(data.images.size());
+  const int64_t classes = labels_.size();
+  NoGradGuard no_grad;
+  model_->eval();
+  std::vector<int64_t> predicted(static_cast<size_t>(count));
+  std::vector<double> track_scores(size_t(data.track_count * classes), 0.0);
+  std::vector<int64_t> track_votes(size_t(data.track_count * classes), 0);
+  double loss_sum = 0;
+  const int64_t eval_batch = std::max<int64_t>(options_.batch_size, 16);
+  for (int64_t start = 0; start < count; start += eval_batch) {
+    std::vector<int64_t> items(static_cast<size_t>(std::min(eval_batch, count - start)));
+    std::iota(items.begin(), items.end(), start);
+    const HostBatch batch = batch_of(data, items);
+    const Tensor images = batch.tensors[0].to(device, true).to(compute_dtype_);
+    const Tensor logits = cast(model_->forward(images), DType::f32);
+    loss_sum += cross_entropy(logits, batch.tensors[1].to(device, true), Tensor(),
+                              {.reduction = Reduction::sum})
+                    .item();
+    const auto probabilities =
+        softmax(logits, 1).to(Device::cpu()).to(DType::f64).to_vector<double>();
+    for (size_t n = 0; n < items.size(); ++n) {
+      const double* row = probabilities.data() + n * size_t(classes);
+      const int64_t best = int64_t(std::max_element(row, row + classes) - row);
+      const int64_t item = items[n];
+      predicted[size_t(item)] = best;
+      const int64_t track = data.tracks[size_t(item)];
+      ++track_votes[size_t(track * classes + best)];
+      for (int64_t c = 0; c < classes; ++c) track_scores[size_t(track * classes + c)] += row[c];
+    }
+  }
+  model_->train();
+
+  std::vector<int64_t> confusion(size_t(classes * classes), 0);  // [true][predicted]
+  int64_t correct = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    correct += predicted[size_t(i)] == data.labels[size_t(i)];
+    ++confusion[size_t(data.labels[size_t(i)] * classes + predicted[size_t(i)])];
+  }
+  // Majority vote per track; a tie goes to the class with the larger summed probability.
+  std::vector<int64_t> track_label(size_t(data.track_count), -1);
+  for (int64_t i = 0; i < count; ++i)
+    track_label[size_t(data.tracks[size_t(i)])] = data.labels[size_t(i)];
+  int64_t tracks_correct = 0;
+  for (int64_t t = 0; t < data.track_count; ++t) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; ++c) {
+      const int64_t votes = track_votes[size_t(t * classes + c)];
+      const int64_t best_votes = track_votes[size_t(t * classes + best)];
+      if (votes > best_votes ||
+          (votes == best_votes &&
+           track_scores[size_t(t * classes + c)] > track_scores[size_t(t * classes + best)]))
+        best = c;
+    }
+    tracks_correct += best == track_label[size_t(t)];
+  }
+
+  EvalResult result;
+  result.metrics["loss"] = loss_sum / double(std::max<int64_t>(count, 1));
+  result.metrics["accuracy"] = double(correct) / double(std::max<int64_t>(count, 1));
+  result.metrics["track_accuracy"] =
+      double(tracks_correct) / double(std::max<int64_t>(data.track_count, 1));
+  size_t label_width = 4;
+  for (const std::string& label : labels_.labels())
+    label_width = std::max(label_width, label.size());
+  result.report.push_back("  confusion matrix (rows: true class; columns: predicted class)");
+  std::string header = str("  ", std::string(label_width + 3, ' '));
+  for (int64_t c = 0; c < classes; ++c) {
+    char cell[24];
+    std::snprintf(cell, sizeof cell, "%5lld", (long long)c);
+    header += cell;
+  }
+  result.report.push_back(header);
+  for (int64_t t = 0; t < classes; ++t) {
+    std::string line = labels_.label(t);
+    line.resize(label_width, ' ');
+    char index[24];
+    std::snprintf(index, sizeof index, "%2lld", (long long)t);
+    line = str("  ", index, " ", line);
+    for (int64_t c = 0; c < classes; ++c) {
+      char cell[24];
+      std::snprintf(cell, sizeof cell, "%5lld", (long long)confusion[size_t(t * classes + c)]);
+      line += cell;
+    }
+    result.report.push_back(line);
+  }
+  return result;
+}
+
+std::map<std::string, std::string> ClassTask::checkpoint_texts() const {
+  return {{"label_map", labels_.to_json()}};
+}
+
+std::string ClassTask::describe() const {
+  std::string text =
+      str("vgg19_bn (", model_->parameter_count(), " parameters), ", labels_.size(), " classes");
+  for (const ImageSplit* data : {&train_, &val_, &test_}) {
+    if (data->images.empty()) continue;
+    text +=
+        str("; ", data->name, " ", data->track_count, " tracks, ", data->images.size(), " slices");
+  }
+  return text;
+}
+
+}  // namespace sonata

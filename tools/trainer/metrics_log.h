@@ -1,0 +1,28 @@
+#pragma once
+// The JSONL metrics log: one JSON object per line ({"event": "train" | "eval" | ..., ...}),
+// flushed as written so a crash loses nothing and `tail -f` / tools/plot_metrics.py can
+// follow a run. A resumed run appends to the same file.
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace sonata {
+
+class MetricsLog {
+ public:
+  MetricsLog() = default;  // writes nothing
+  MetricsLog(const std::string& path, bool append);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  void write(const nlohmann::ordered_json& record);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+}  // namespace sonata

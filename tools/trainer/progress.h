@@ -1,0 +1,45 @@
+#pragma once
+// What a run shows while it trains. On a terminal (--progress bar, or auto on a tty): one
+// line redrawn in place,
+//   epoch 3/12 [########------------] 61/150  loss 0.412  lr 1.2e-03  310 utt/s  wait 2%  ETA 4:31
+// with other output (evaluations, warnings) printed above it. Off a terminal (--progress
+// lines, or auto when stderr is a file): the same figures as a plain line every log interval.
+#include <cstdint>
+#include <string>
+
+namespace sonata {
+
+struct ProgressState {
+  int64_t epoch = 0, epochs = 0;  // 0-based epoch, and how many
+  int64_t step_in_epoch = 0, steps_in_epoch = 0;
+  int64_t step = 0, total_steps = 0;  // optimizer steps over the run
+  double loss = 0, lr = 0;
+  double items_per_second = 0;
+  const char* item_name = "items";
+  double data_wait_share = 0;  // of the wall time, waiting for batches
+  double eta_seconds = -1;
+};
+
+class Progress {
+ public:
+  // mode: auto | bar | lines | none.
+  explicit Progress(const std::string& mode);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void update(const ProgressState& state);  // bar: redraw; lines: called at log points
+  void print(const std::string& line);      // to stdout, above the bar
+  void finish();                            // ends the bar's line
+
+ private:
+  void clear();
+
+  bool bar_ = false, lines_ = false;
+  bool drawn_ = false;
+  std::string last_;
+};
+
+std::string format_duration(double seconds);  // 75 -> "1:15", 3700 -> "1:01:40"
+
+}  // namespace sonata

@@ -1,0 +1,251 @@
+#include "tools/trainer/speech_task.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "base/error.h"
+#include "data/audio/decode.h"
+#include "data/audio/resample.h"
+#include "data/manifest/asr_manifest.h"
+#include "data/text/error_rate.h"
+#include "data/text/normalise.h"
+#include "engine/autograd/grad_mode.h"
+#include "engine/ops.h"
+#include "engine/ops/ctc.h"
+#include "models/ctc_decode.h"
+#include "tools/trainer/parallel_for.h"
+#include "tools/trainer/precision.h"
+
+namespace sonata {
+namespace {
+
+FeatureConfig feature_config(const TrainerOptions& options) {
+  FeatureConfig config;
+  config.sample_rate = options.sample_rate;
+  config.n_fft = options.n_fft;
+  config.hop_length = options.hop_length;
+  config.n_mels = options.n_mels;
+  config.normalize = parse_feature_normalize(options.normalize);
+  config.validate();
+  return config;
+}
+
+std::shared_ptr<Ds2> make_speech_model(const TrainerOptions& options, int64_t classes) {
+  ModelConfig config(options.model_config);
+  config.set("num-mels", std::to_string(options.n_mels));
+  config.set("num-classes", std::to_string(classes));
+  return std::dynamic_pointer_cast<Ds2>(make_ds2(config));
+}
+
+CtcOptions ctc_options() {
+  // zero_infinity: a clip too short for its transcript gives no gradient instead of +inf.
+  return {.blank = Vocabulary::kBlank, .reduction = Reduction::mean, .zero_infinity = true};
+}
+
+}  // namespace
+
+SpeechSplit load_speech_split(const std::string& name, const std::string& manifest,
+                              const Vocabulary& vocabulary, const FeatureExtractor& extractor,
+                              int64_t workers) {
+  SpeechSplit split;
+  split.name = name;
+  const std::vector<AsrEntry> entries = read_asr_manifest(manifest);
+  SONATA_CHECK(!entries.empty(), "--", name, " manifest ", manifest, " lists no clips");
+  const int64_t count = int64_t(entries.size());
+  const int64_t rate = extractor.config().sample_rate;
+
+  std::vector<std::vector<float>> audio(entries.size());
+  split.targets.resize(entries.size());
+  split.transcripts.resize(entries.size());
+  std::vector<int64_t> dropped(entries.size(), 0);
+  parallel_for(count, workers, [&](int64_t i) {
+    const AsrEntry& entry = entries[size_t(i)];
+    Audio decoded = decode_audio(entry.path);
+    audio[size_t(i)] = decoded.sample_rate == rate
+                           ? std::move(decoded.samples)
+                           : resample(decoded.samples, decoded.sample_rate, rate);
+    const std::string where = manifest + " line " + std::to_string(i + 1);
+    const NormalisedText text = normalise(vocabulary, entry.transcript, where);
+    split.transcripts[size_t(i)] = text.text;
+    split.targets[size_t(i)] = vocabulary.encode(text.text);
+    dropped[size_t(i)] = text.dropped;
+  });
+  split.dropped_characters = std::accumulate(dropped.begin(), dropped.end(), int64_t(0));
+
+  std::vector<std::span<const float>> clips;
+  for (const auto& samples : audio) {
+    clips.emplace_back(samples);
+    split.seconds += double(samples.size()) / double(rate);
+  }
+  split.features = extractor.log_mel(clips);
+  return split;
+}
+
+SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
+    : options_(options),
+      vocabulary_(std::move(vocabulary)),
+      extractor_(feature_config(options)),
+      compute_dtype_(compute_dtype(options.precision)) {
+  if (!options.train_manifest.empty())
+    train_ = load_speech_split("train", options.train_manifest, vocabulary_, extractor_,
+                               options.workers);
+  if (!options.val_manifest.empty())
+    val_ = load_speech_split("val", options.val_manifest, vocabulary_, extractor_, options.workers);
+  if (!options.test_manifest.empty())
+    test_ =
+        load_speech_split("test", options.test_manifest, vocabulary_, extractor_, options.workers);
+  model_ = make_speech_model(options, vocabulary_.size());
+}
+
+std::vector<int64_t> SpeechTask::train_lengths() const {
+  std::vector<int64_t> lengths;
+  for (const Tensor& features : train_.features) lengths.push_back(features.size(0));
+  return lengths;
+}
+
+const SpeechSplit& SpeechTask::split(const std::string& name) const {
+  if (name == "train") return train_;
+  if (name == "val") return val_;
+  SONATA_CHECK(name == "test", "no split named '", name, "'");
+  return test_;
+}
+
+bool SpeechTask::has_split(const std::string& name) const {
+  return !split(name).features.empty();
+}
+
+HostBatch SpeechTask::prepare(const std::vector<int64_t>& items, int64_t epoch) const {
+  return batch_of(train_, items, epoch, options_.spec_augment);
+}
+
+// tensors: input [N, 1, T, F] zero-padded, input lengths [N], targets concatenated, target
+// lengths [N].
+HostBatch SpeechTask::batch_of(const SpeechSplit& split, const std::vector<int64_t>& items,
+                               int64_t epoch, bool augment) const {
+  const int64_t batch = int64_t(items.size());
+  const int64_t mels = options_.n_mels;
+  int64_t frames = 0;
+  for (int64_t item : items) frames = std::max(frames, split.features[size_t(item)].size(0));
+  HostBatch host;
+  Tensor input = zeros({batch, 1, frames, mels});
+  std::vector<int64_t> input_lengths, targets, target_lengths;
+  float* out = input.data<float>();
+  for (int64_t n = 0; n < batch; ++n) {
+    const int64_t item = items[size_t(n)];
+    const Tensor& features = split.features[size_t(item)];
+    std::copy_n(features.data<float>(), features.numel(), out + n * frames * mels);
+    if (augment) spec_augment_item(out + n * frames * mels, features.size(0), epoch, item);
+    input_lengths.push_back(features.size(0));
+    const auto& labels = split.targets[size_t(item)];
+    targets.insert(targets.end(), labels.begin(), labels.end());
+    target_lengths.push_back(int64_t(labels.size()));
+    host.audio_seconds +=
+        double(features.size(0)) * double(options_.hop_length) / double(options_.sample_rate);
+  }
+  host.items = batch;
+  host.tensors = {input, from_vector(input_lengths, {batch}),
+                  from_vector(targets, {int64_t(targets.size())}),
+                  from_vector(target_lengths, {batch})};
+  return host;
+}
+
+void SpeechTask::spec_augment_item(float* frames, int64_t count, int64_t epoch,
+                                   int64_t item) const {
+  (void)frames, (void)count, (void)epoch, (void)item;
+}
+
+Tensor SpeechTask::loss(const HostBatch& batch, Device device) {
+  const Tensor input = batch.tensors[0].to(device, true).to(compute_dtype_);
+  const Ds2Output out = model_->forward_logits(input, batch.tensors[1]);
+  return ctc_loss_from_logits(out.output, batch.tensors[2], out.output_lengths, batch.tensors[3],
+                              ctc_options());
+}
+
+EvalResult SpeechTask::evaluate(const std::string& name, Device device) {
+  const SpeechSplit& data = split(name);
+  const int64_t count = int64_t(data.features.size());
+  // Longest first, so padding is small and the first batch shows the memory peak.
+  std::vector<int64_t> order(static_cast<size_t>(count));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return data.features[size_t(a)].size(0) > data.features[size_t(b)].size(0);
+  });
+
+  NoGradGuard no_grad;
+  model_->eval();
+  ErrorRate greedy_rate, beam_rate;
+  std::vector<std::string> greedy_text(static_cast<size_t>(count)), beam_text(greedy_text);
+  double loss_sum = 0;
+  const int64_t eval_batch = std::max<int64_t>(options_.batch_size, 16);
+  for (int64_t start = 0; start < count; start += eval_batch) {
+    const std::vector<int64_t> items(order.begin() + start,
+                                     order.begin() + std::min(count, start + eval_batch));
+    const HostBatch batch = batch_of(data, items, 0, false);
+    const Tensor input = batch.tensors[0].to(device, true).to(compute_dtype_);
+    Ds2Output out = model_->forward(input, batch.tensors[1]);
+    // Per-clip losses divided by their target lengths, averaged over the whole split below.
+    CtcOptions none_options = ctc_options();
+    none_options.reduction = Reduction::none;
+    const Tensor losses =
+        ctc_loss(out.output, batch.tensors[2], out.output_lengths, batch.tensors[3], none_options)
+            .to(Device::cpu());
+    const auto lengths = batch.tensors[3].to_vector<int64_t>();
+    const auto values = losses.to(DType::f64).to_vector<double>();
+    for (size_t n = 0; n < values.size(); ++n)
+      loss_sum += values[n] / double(std::max<int64_t>(lengths[n], 1));
+
+    const Tensor log_probs = out.output.to(Device::cpu());
+    const auto greedy = ctc_greedy_decode(log_probs, out.output_lengths, Vocabulary::kBlank);
+    std::vector<CtcHypothesis> beams;
+    if (options_.beam_width > 0)
+      beams = ctc_beam_search(log_probs, out.output_lengths,
+                              {.blank = Vocabulary::kBlank, .beam_width = options_.beam_width});
+    for (size_t n = 0; n < items.size(); ++n) {
+      const size_t item = size_t(items[n]);
+      greedy_text[item] = vocabulary_.decode(greedy[n]);
+      greedy_rate.add(data.transcripts[item], greedy_text[item]);
+      if (!beams.empty()) {
+        beam_text[item] = vocabulary_.decode(beams[n].ids);
+        beam_rate.add(data.transcripts[item], beam_text[item]);
+      }
+    }
+  }
+  model_->train();
+
+  EvalResult result;
+  result.metrics["loss"] = loss_sum / double(std::max<int64_t>(count, 1));
+  result.metrics["cer"] = greedy_rate.cer();
+  result.metrics["wer"] = greedy_rate.wer();
+  if (options_.beam_width > 0) {
+    result.metrics["beam_cer"] = beam_rate.cer();
+    result.metrics["beam_wer"] = beam_rate.wer();
+  }
+  // The first clips of the manifest, in manifest order, so runs can be compared by eye.
+  for (int64_t i = 0; i < std::min(count, options_.show_transcripts); ++i) {
+    result.report.push_back(str("  ref:    ", data.transcripts[size_t(i)]));
+    result.report.push_back(str("  greedy: ", greedy_text[size_t(i)]));
+    if (options_.beam_width > 0) result.report.push_back(str("  beam:   ", beam_text[size_t(i)]));
+  }
+  return result;
+}
+
+std::map<std::string, std::string> SpeechTask::checkpoint_texts() const {
+  return {{"vocabulary", vocabulary_.to_file_text()}};
+}
+
+std::string SpeechTask::describe() const {
+  std::string text = str("ds2 (", model_->parameter_count(), " parameters), vocabulary of ",
+                         vocabulary_.size(), " symbols");
+  for (const SpeechSplit* data : {&train_, &val_, &test_}) {
+    if (data->features.empty()) continue;
+    char hours[32];
+    std::snprintf(hours, sizeof hours, "%.2f h", data->seconds / 3600.0);
+    text += str("; ", data->name, " ", data->features.size(), " clips, ", hours);
+    if (data->dropped_characters > 0)
+      text += str(" (", data->dropped_characters, " characters outside the vocabulary dropped)");
+  }
+  return text;
+}
+
+}  // namespace sonata

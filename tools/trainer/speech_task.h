@@ -1,0 +1,65 @@
+#pragma once
+// CTC speech recognition with DeepSpeech2: ASR manifests decoded, resampled and turned into
+// log-mel frames once, at start, and kept in memory (the demo corpus is an hour of audio: a
+// second of features extraction, 300 MB at most), transcripts normalised to the vocabulary,
+// CTC from the logits (ctc_loss_from_logits), and greedy + beam CER/WER on evaluation.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/features/spectrogram.h"
+#include "data/text/vocabulary.h"
+#include "models/ds2.h"
+#include "tools/trainer/task.h"
+#include "tools/trainer/trainer_options.h"
+
+namespace sonata {
+
+// One manifest's clips, featurised.
+struct SpeechSplit {
+  std::string name;
+  std::vector<Tensor> features;  // [frames, n_mels] f32 CPU
+  std::vector<std::vector<int64_t>> targets;
+  std::vector<std::string> transcripts;  // normalised references
+  double seconds = 0;
+  int64_t dropped_characters = 0;  // outside the vocabulary, over all transcripts
+};
+
+SpeechSplit load_speech_split(const std::string& name, const std::string& manifest,
+                              const Vocabulary& vocabulary, const FeatureExtractor& extractor,
+                              int64_t workers);
+
+class SpeechTask : public Task {
+ public:
+  // Loads and featurises every split named in `options`, and builds the model.
+  SpeechTask(const TrainerOptions& options, Vocabulary vocabulary);
+
+  Module& model() override { return *model_; }
+  int64_t train_items() const override { return int64_t(train_.features.size()); }
+  std::vector<int64_t> train_lengths() const override;
+  HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override;
+  Tensor loss(const HostBatch& batch, Device device) override;
+  EvalResult evaluate(const std::string& split, Device device) override;
+  bool has_split(const std::string& split) const override;
+  std::string best_metric() const override { return "cer"; }
+  bool lower_is_better() const override { return true; }
+  std::map<std::string, std::string> checkpoint_texts() const override;
+  std::string describe() const override;
+  const char* item_name() const override { return "utt"; }
+
+ private:
+  const SpeechSplit& split(const std::string& name) const;
+  HostBatch batch_of(const SpeechSplit& split, const std::vector<int64_t>& items, int64_t epoch,
+                     bool augment) const;
+  // SpecAugment masks on one item's [count, n_mels] frames, keyed by (seed, epoch, item).
+  void spec_augment_item(float* frames, int64_t count, int64_t epoch, int64_t item) const;
+
+  TrainerOptions options_;
+  Vocabulary vocabulary_;
+  FeatureExtractor extractor_;
+  SpeechSplit train_, val_, test_;
+  std::shared_ptr<Ds2> model_;
+  DType compute_dtype_ = DType::f32;
+};
+
+}  // namespace sonata

@@ -1,0 +1,57 @@
+#pragma once
+// What the training loop needs from a model family: batches built on the host (on a worker
+// thread, ahead of the step), a loss from a batch, an evaluation, and what a checkpoint must
+// carry besides the weights. speech_task.h (CTC) and class_task.h (classification) fill it.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/nn/module.h"
+#include "engine/tensor.h"
+
+namespace sonata {
+
+// A batch as the host prepares it: CPU tensors (the task says which is which), the number of
+// items and the seconds of audio they hold (for throughput figures).
+struct HostBatch {
+  std::vector<Tensor> tensors;
+  int64_t items = 0;
+  double audio_seconds = 0;
+};
+
+struct EvalResult {
+  std::map<std::string, double> metrics;  // "cer", "wer", "accuracy", "loss", ...
+  std::vector<std::string> report;        // lines for the terminal (transcripts, confusion)
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+
+  virtual Module& model() = 0;
+  virtual int64_t train_items() const = 0;
+  // Per-item lengths for length-bucketed batching (all equal for fixed-size items).
+  virtual std::vector<int64_t> train_lengths() const = 0;
+  // Thread-safe: called on a worker thread while the previous step computes. `epoch` keys the
+  // augmentation, so a resumed run sees the same items.
+  virtual HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const = 0;
+  // Forward pass and loss (a 0-dim f32 tensor, mean over the batch's items).
+  virtual Tensor loss(const HostBatch& batch, Device device) = 0;
+  // Evaluates `split` ("val" or "test") in eval mode without gradients.
+  virtual EvalResult evaluate(const std::string& split, Device device) = 0;
+  virtual bool has_split(const std::string& split) const = 0;
+
+  // The metric that picks the best checkpoint, and whether lower is better.
+  virtual std::string best_metric() const = 0;
+  virtual bool lower_is_better() const = 0;
+  // What must match for a checkpoint to be resumed or evaluated ("vocabulary", "label_map").
+  virtual std::map<std::string, std::string> checkpoint_texts() const = 0;
+  // One line on the data ("2400 clips, 1.2 h, 29 symbols"), printed at start.
+  virtual std::string describe() const = 0;
+  // The unit of throughput: "utt" or "img".
+  virtual const char* item_name() const = 0;
+};
+
+}  // namespace sonata

@@ -1,0 +1,316 @@
+#include "tools/trainer/trainer_options.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "tools/trainer/config_file.h"
+
+namespace sonata {
+namespace {
+
+// The models' own options, offered as flags of the same names (see models/registry.h).
+const char* const kDs2Keys[] = {"conv-channels", "hidden", "layers",        "rnn",
+                                "bidirectional", "merge",  "seq-batch-norm"};
+const char* const kVggKeys[] = {"width", "dropout", "in-channels", "channels-last"};
+
+bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
+  for (const char* choice : choices)
+    if (value == choice) return true;
+  return false;
+}
+
+}  // namespace
+
+void add_trainer_options(CLI::App& app, TrainerOptions& o) {
+  app.config_formatter(std::make_shared<JsonYamlConfig>());
+  app.set_config("--config", "", "JSON or YAML file with any of these options (same names)");
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  app.get_formatter()->column_width(34);
+
+  app.add_option("--model", o.model, "ds2 | vgg19_bn")->capture_default_str()->group("Model");
+  for (const char* key : kDs2Keys)
+    app.add_option(std::string("--") + key, o.model_config[key], "ds2 option (models/ds2.h)")
+        ->group("Model");
+  for (const char* key : kVggKeys)
+    app.add_option(std::string("--") + key, o.model_config[key], "vgg19_bn option (models/vgg.h)")
+        ->group("Model");
+  app.add_option("--vocabulary", o.vocabulary,
+                 "ASR vocabulary file (default: blank, space, ', a-z)")
+      ->group("Model");
+
+  const char* data = "Data";
+  app.add_option("--train", o.train_manifest, "training manifest (.tsv | .jsonl | class folder)")
+      ->group(data);
+  app.add_option("--val", o.val_manifest, "validation manifest")->group(data);
+  app.add_option("--test", o.test_manifest, "test manifest, evaluated after training")->group(data);
+  app.add_option("--sample-rate", o.sample_rate, "audio is resampled to this rate")
+      ->capture_default_str()
+      ->group(data);
+  app.add_option("--n-fft", o.n_fft, "STFT size")->capture_default_str()->group(data);
+  app.add_option("--hop-length", o.hop_length, "STFT hop")->capture_default_str()->group(data);
+  app.add_option("--n-mels", o.n_mels, "mel bands")->capture_default_str()->group(data);
+  app.add_option("--normalize", o.normalize,
+                 "log-mel normalisation: none | utterance | per_feature")
+      ->capture_default_str()
+      ->group(data);
+  app.add_option("--slice-seconds", o.slice_seconds, "classification: seconds per slice")
+      ->capture_default_str()
+      ->group(data);
+  app.add_option("--image-height", o.image_height, "classification: image rows (mel bins)")
+      ->capture_default_str()
+      ->group(data);
+  app.add_option("--image-width", o.image_width, "classification: image columns (frames)")
+      ->capture_default_str()
+      ->group(data);
+  app.add_flag("--spec-augment", o.spec_augment, "ASR: SpecAugment masks on training features")
+      ->group(data);
+  app.add_option("--freq-masks", o.freq_masks, "SpecAugment frequency masks")
+      ->capture_default_str()
+      ->group(data);
+  app.add_option("--freq-mask-width", o.freq_mask_width, "SpecAugment widest frequency mask")
+      ->capture_default_str()
+      ->group(data);
+  app.add_option("--time-masks", o.time_masks, "SpecAugment time masks")
+      ->capture_default_str()
+      ->group(data);
+  app.add_option("--time-mask-width", o.time_mask_width, "SpecAugment widest time mask")
+      ->capture_default_str()
+      ->group(data);
+  app.add_flag("--sortagrad", o.sortagrad, "ASR: first epoch in ascending length order")
+      ->group(data);
+  app.add_option("--workers", o.workers, "threads preparing features and batches")
+      ->capture_default_str()
+      ->group(data);
+
+  const char* optim = "Optimisation";
+  app.add_option("--batch-size", o.batch_size, "items per step and process")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--epochs", o.epochs, "passes over the training set")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--max-steps", o.max_steps, "stop after this many optimizer steps (0: epochs)")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--accum-steps", o.accum_steps, "micro-batches per optimizer step")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--optimizer", o.optimizer, "sgd | adam | adamw")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--lr", o.lr, "peak learning rate")->capture_default_str()->group(optim);
+  app.add_option("--momentum", o.momentum, "sgd momentum")->capture_default_str()->group(optim);
+  app.add_flag("--nesterov", o.nesterov, "sgd: Nesterov momentum")->group(optim);
+  app.add_option("--beta1", o.beta1, "adam(w) beta1")->capture_default_str()->group(optim);
+  app.add_option("--beta2", o.beta2, "adam(w) beta2")->capture_default_str()->group(optim);
+  app.add_option("--eps", o.eps, "adam(w) epsilon")->capture_default_str()->group(optim);
+  app.add_option("--weight-decay", o.weight_decay, "weight decay (decoupled for adamw)")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_flag("--decay-norm-and-bias", o.decay_norm_and_bias,
+               "also decay BatchNorm parameters and biases")
+      ->group(optim);
+  app.add_option("--schedule", o.schedule, "constant | cosine | step | linear (after warmup)")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--schedule-unit", o.schedule_unit, "epochs | steps")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--warmup", o.warmup, "linear warmup length (schedule units)")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--warmup-start-lr", o.warmup_start_lr, "lr at the start of the warmup")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--min-lr", o.min_lr, "floor of cosine / linear decay")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--flat-tail", o.flat_tail, "units held at the floor at the end")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--step-every", o.step_every, "step schedule: units between decays")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--step-gamma", o.step_gamma, "step schedule: factor per decay")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--lr-scaling", o.lr_scaling,
+                 "none | linear | sqrt: scale --lr from --reference-batch to the global batch")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--reference-batch", o.reference_batch, "the batch --lr was tuned for")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--grad-clip", o.grad_clip, "clip the global gradient norm (0: off)")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--precision", o.precision, "fp32 | fp16 (loss scaling) | bf16; half on cuda")
+      ->capture_default_str()
+      ->group(optim);
+  app.add_option("--max-bad-steps", o.max_bad_steps,
+                 "stop after this many consecutive non-finite losses")
+      ->capture_default_str()
+      ->group(optim);
+
+  const char* run = "Running";
+  app.add_option("--seed", o.seed, "seed of initialisation, shuffling and augmentation")
+      ->capture_default_str()
+      ->group(run);
+  app.add_flag("--deterministic", o.deterministic,
+               "bitwise-reproducible kernels only (slower on cuda)")
+      ->group(run);
+  app.add_option("--device", o.device, "auto | cpu | cuda | cuda:N")
+      ->capture_default_str()
+      ->group(run);
+  app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints (and metrics) go")
+      ->group(run);
+  app.add_option("--keep-checkpoints", o.keep_checkpoints, "newest checkpoints kept (+ the best)")
+      ->capture_default_str()
+      ->group(run);
+  app.add_option("--resume", o.resume, "auto (newest in --checkpoint-dir) or a checkpoint folder")
+      ->group(run);
+  app.add_option("--init-from", o.init_from, "start from these weights (.safetensors)")->group(run);
+  app.add_flag("--eval-only", o.eval_only, "evaluate --init-from or --resume, then stop")
+      ->group(run);
+  app.add_option("--eval-every", o.eval_every, "epochs between evaluations")
+      ->capture_default_str()
+      ->group(run);
+  app.add_option("--beam-width", o.beam_width, "ASR beam search width (0: greedy only)")
+      ->capture_default_str()
+      ->group(run);
+  app.add_option("--show-transcripts", o.show_transcripts, "ASR: decoded examples printed")
+      ->capture_default_str()
+      ->group(run);
+  app.add_option("--metrics", o.metrics, "JSONL metrics log (default: in --checkpoint-dir)")
+      ->group(run);
+  app.add_option("--progress", o.progress, "auto | bar | lines | none")
+      ->capture_default_str()
+      ->group(run);
+  app.add_option("--log-every", o.log_every, "steps between metric lines")
+      ->capture_default_str()
+      ->group(run);
+
+  // Model options left empty on the command line are not options at all.
+  app.final_callback([&o] {
+    std::erase_if(o.model_config, [](const auto& entry) { return entry.second.empty(); });
+  });
+}
+
+void TrainerOptions::check() const {
+  SONATA_CHECK(one_of(model, {"ds2", "vgg19_bn"}), "--model must be ds2 or vgg19_bn, got '", model,
+               "'");
+  for (const auto& [key, value] : model_config) {
+    bool for_ds2 = false;
+    for (const char* ds2_key : kDs2Keys) for_ds2 |= key == ds2_key;
+    SONATA_CHECK(for_ds2 == is_asr(), "--", key, " is a ", for_ds2 ? "ds2" : "vgg19_bn",
+                 " option; drop it or use --model ", for_ds2 ? "ds2" : "vgg19_bn");
+  }
+  SONATA_CHECK(!train_manifest.empty() || eval_only,
+               "--train is required (a manifest to train on)");
+  SONATA_CHECK(!eval_only || !init_from.empty() || !resume.empty(),
+               "--eval-only needs weights: give --init-from W.safetensors or --resume");
+  SONATA_CHECK(!eval_only || !val_manifest.empty() || !test_manifest.empty(),
+               "--eval-only needs --val or --test to evaluate on");
+  SONATA_CHECK(batch_size > 0, "--batch-size must be positive, got ", batch_size);
+  SONATA_CHECK(epochs > 0 || max_steps > 0, "give --epochs or --max-steps a positive value");
+  SONATA_CHECK(accum_steps > 0, "--accum-steps must be at least 1, got ", accum_steps);
+  SONATA_CHECK(one_of(optimizer, {"sgd", "adam", "adamw"}),
+               "--optimizer must be sgd, adam or adamw, got '", optimizer, "'");
+  SONATA_CHECK(lr > 0, "--lr must be positive, got ", lr);
+  SONATA_CHECK(!nesterov || optimizer == "sgd", "--nesterov applies to --optimizer sgd only");
+  SONATA_CHECK(one_of(schedule, {"constant", "cosine", "step", "linear"}),
+               "--schedule must be constant, cosine, step or linear, got '", schedule, "'");
+  SONATA_CHECK(one_of(schedule_unit, {"epochs", "steps"}),
+               "--schedule-unit must be epochs or steps, got '", schedule_unit, "'");
+  SONATA_CHECK(schedule_unit == "steps" || max_steps == 0 || epochs > 0,
+               "--max-steps without --epochs needs --schedule-unit steps");
+  SONATA_CHECK(warmup >= 0 && flat_tail >= 0, "--warmup and --flat-tail must not be negative");
+  SONATA_CHECK(min_lr >= 0 && min_lr <= lr, "--min-lr must lie in [0, --lr]");
+  SONATA_CHECK(one_of(lr_scaling, {"none", "linear", "sqrt"}),
+               "--lr-scaling must be none, linear or sqrt, got '", lr_scaling, "'");
+  SONATA_CHECK(reference_batch > 0, "--reference-batch must be positive");
+  SONATA_CHECK(grad_clip >= 0, "--grad-clip must not be negative (0 turns clipping off)");
+  SONATA_CHECK(one_of(precision, {"fp32", "fp16", "bf16"}),
+               "--precision must be fp32, fp16 or bf16, got '", precision, "'");
+  SONATA_CHECK(precision == "fp32" || device.rfind("cuda", 0) == 0 || device == "auto",
+               "--precision ", precision,
+               " runs on a GPU only; use --device cuda or --precision fp32");
+  SONATA_CHECK(max_bad_steps > 0, "--max-bad-steps must be positive");
+  SONATA_CHECK(one_of(normalize, {"none", "utterance", "per_feature"}),
+               "--normalize must be none, utterance or per_feature, got '", normalize, "'");
+  SONATA_CHECK(sample_rate > 0 && n_fft > 0 && hop_length > 0 && n_mels > 0,
+               "--sample-rate, --n-fft, --hop-length and --n-mels must be positive");
+  SONATA_CHECK(!spec_augment || is_asr(), "--spec-augment applies to --model ds2 only");
+  SONATA_CHECK(workers >= 1, "--workers must be at least 1");
+  SONATA_CHECK(device == "auto" || device == "cpu" || device.rfind("cuda", 0) == 0,
+               "--device must be auto, cpu, cuda or cuda:N, got '", device, "'");
+  SONATA_CHECK(resume.empty() || resume != "auto" || !checkpoint_dir.empty(),
+               "--resume auto needs --checkpoint-dir (where to look)");
+  SONATA_CHECK(resume.empty() || init_from.empty(),
+               "--resume and --init-from exclude each other (a resume restores the weights)");
+  SONATA_CHECK(keep_checkpoints >= 1, "--keep-checkpoints must be at least 1");
+  SONATA_CHECK(eval_every >= 1, "--eval-every must be at least 1");
+  SONATA_CHECK(beam_width >= 0, "--beam-width must not be negative");
+  SONATA_CHECK(one_of(progress, {"auto", "bar", "lines", "none"}),
+               "--progress must be auto, bar, lines or none, got '", progress, "'");
+  SONATA_CHECK(log_every >= 1, "--log-every must be at least 1");
+  SONATA_CHECK(slice_seconds > 0 && image_height > 0 && image_width > 0,
+               "--slice-seconds, --image-height and --image-width must be positive");
+}
+
+std::string TrainerOptions::to_json() const {
+  nlohmann::ordered_json json;
+  json["model"] = model;
+  for (const auto& [key, value] : model_config) json[key] = value;
+  json["train"] = train_manifest;
+  json["val"] = val_manifest;
+  json["test"] = test_manifest;
+  json["vocabulary"] = vocabulary;
+  json["sample-rate"] = sample_rate;
+  json["n-fft"] = n_fft;
+  json["hop-length"] = hop_length;
+  json["n-mels"] = n_mels;
+  json["normalize"] = normalize;
+  json["slice-seconds"] = slice_seconds;
+  json["image-height"] = image_height;
+  json["image-width"] = image_width;
+  json["batch-size"] = batch_size;
+  json["epochs"] = epochs;
+  json["max-steps"] = max_steps;
+  json["accum-steps"] = accum_steps;
+  json["optimizer"] = optimizer;
+  json["lr"] = lr;
+  json["momentum"] = momentum;
+  json["nesterov"] = nesterov;
+  json["beta1"] = beta1;
+  json["beta2"] = beta2;
+  json["eps"] = eps;
+  json["weight-decay"] = weight_decay;
+  json["decay-norm-and-bias"] = decay_norm_and_bias;
+  json["schedule"] = schedule;
+  json["schedule-unit"] = schedule_unit;
+  json["warmup"] = warmup;
+  json["warmup-start-lr"] = warmup_start_lr;
+  json["min-lr"] = min_lr;
+  json["flat-tail"] = flat_tail;
+  json["step-every"] = step_every;
+  json["step-gamma"] = step_gamma;
+  json["lr-scaling"] = lr_scaling;
+  json["reference-batch"] = reference_batch;
+  json["grad-clip"] = grad_clip;
+  json["precision"] = precision;
+  json["max-bad-steps"] = max_bad_steps;
+  json["spec-augment"] = spec_augment;
+  json["freq-masks"] = freq_masks;
+  json["freq-mask-width"] = freq_mask_width;
+  json["time-masks"] = time_masks;
+  json["time-mask-width"] = time_mask_width;
+  json["seed"] = seed;
+  json["deterministic"] = deterministic;
+  json["sortagrad"] = sortagrad;
+  json["device"] = device;
+  return json.dump();
+}
+
+}  // namespace sonata

@@ -1,0 +1,96 @@
+#pragma once
+// Everything `trainer` can be told, on its command line or in a config file (the same keys),
+// with the defaults `trainer --help` shows. check() turns an invalid combination into one
+// sentence saying what to change.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace sonata {
+
+struct TrainerOptions {
+  // What to train.
+  std::string model = "ds2";                        // ds2 | vgg19_bn
+  std::map<std::string, std::string> model_config;  // the model's own options (registry keys)
+  std::string train_manifest, val_manifest, test_manifest;
+  std::string vocabulary;  // ASR: a vocabulary file; default blank, space, ', a-z
+
+  // Features (torchaudio's names; see data/features/feature_config.h).
+  int64_t sample_rate = 16000;
+  int64_t n_fft = 400;
+  int64_t hop_length = 160;
+  int64_t n_mels = 80;
+  std::string normalize = "utterance";  // none | utterance | per_feature
+  // Classification images: dB mel of fixed-length slices, resized to image_size.
+  double slice_seconds = 3.0;
+  int64_t image_height = 128, image_width = 128;
+
+  // Optimisation.
+  int64_t batch_size = 16;  // per process
+  int64_t epochs = 10;
+  int64_t max_steps = 0;  // > 0: stop after this many optimizer steps (overrides epochs)
+  int64_t accum_steps = 1;
+  std::string optimizer = "adamw";  // sgd | adam | adamw
+  double lr = 1e-3;
+  double momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  bool nesterov = false;
+  double weight_decay = 1e-2;
+  bool decay_norm_and_bias = false;      // weight decay on BN and biases too (off: torch recipes)
+  std::string schedule = "cosine";       // constant | cosine | step | linear
+  std::string schedule_unit = "epochs";  // epochs | steps
+  double warmup = 0;                     // units of schedule_unit, linear from warmup_start_lr
+  double warmup_start_lr = 0;
+  double min_lr = 0;     // cosine / linear floor
+  double flat_tail = 0;  // units held at the floor at the end
+  double step_every = 30, step_gamma = 0.1;
+  std::string lr_scaling =
+      "none";  // none | linear | sqrt, from reference_batch to the global batch
+  int64_t reference_batch = 256;
+  double grad_clip = 0;            // max global norm; 0 = off (the norm is still logged)
+  std::string precision = "fp32";  // fp32 | fp16 | bf16
+  int64_t max_bad_steps = 50;      // stop after this many consecutive non-finite losses
+
+  // Regularisation (ASR).
+  bool spec_augment = false;
+  int64_t freq_masks = 2, freq_mask_width = 15, time_masks = 2, time_mask_width = 20;
+
+  // Running.
+  uint64_t seed = 1;
+  bool deterministic = false;
+  int64_t workers = 2;          // threads preparing batches and features
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N
+  bool sortagrad = false;
+
+  // Checkpoints and evaluation.
+  std::string checkpoint_dir;
+  int64_t keep_checkpoints = 3;
+  std::string resume;     // "auto" (the newest in checkpoint_dir), or a checkpoint folder
+  std::string init_from;  // weights (.safetensors) to start from, e.g. ImageNet VGG19_BN
+  bool eval_only = false;
+  int64_t eval_every = 1;  // epochs
+  int64_t beam_width = 8;  // ASR: the beam search's width; 0 skips the beam figures
+  int64_t show_transcripts = 5;
+
+  // Output.
+  std::string metrics;  // JSONL log; default <checkpoint_dir>/metrics.jsonl or metrics.jsonl
+  std::string progress = "auto";  // auto | bar | lines | none
+  int64_t log_every = 10;         // steps between metric lines (and host reads of the loss)
+
+  std::string config_file;
+
+  bool is_asr() const { return model == "ds2"; }
+  // One sentence for the first invalid setting or combination, else nothing.
+  void check() const;
+  // Every option as JSON text (the checkpoint keeps it; --resume compares it).
+  std::string to_json() const;
+};
+
+// Registers every option on `app` (with --config for a JSON or YAML file of the same keys).
+void add_trainer_options(CLI::App& app, TrainerOptions& options);
+
+}  // namespace sonata
