@@ -5,10 +5,14 @@
 #   SONATA_CUDA        AUTO | ON | OFF (default AUTO: on when nvcc is found)
 #   SONATA_CUDA_ARCHS  CUDA architectures (default: the local GPU's, else 90; CMake's own
 #                      default for a plain configure is "80;90")
+#   SONATA_EXTRA_PACKAGES  more Debian packages to install (the demos add espeak-ng, sox)
+#   SONATA_BUILD_TARGETS   build only these targets (default: everything)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config libopenblas-openmp-dev catch2 nlohmann-json3-dev libcli11-dev libsndfile1-dev)
+read -r -a extra_packages <<<"${SONATA_EXTRA_PACKAGES:-}"
+packages+=("${extra_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,4 +38,5 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DSONATA_CUDA="${SONATA_CUDA:-AUTO}" -DCMAKE_CUDA_ARCHITECTURES="$archs" >"$build_dir.configure.log" 2>&1 \
   || { cat "$build_dir.configure.log"; exit 1; }
 grep -E "^-- sonata:" "$build_dir.configure.log" || true
-cmake --build "$build_dir" -j "$(nproc)"
+read -r -a targets <<<"${SONATA_BUILD_TARGETS:-}"
+cmake --build "$build_dir" -j "$(nproc)" ${targets[@]/#/--target }

@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "data/audio/decode.h"
+#include "tests/support/audio_files.h"
 
 #if SONATA_WITH_SNDFILE
 #include <sndfile.h>
@@ -22,62 +23,15 @@
 #endif
 
 using namespace sonata;
+using namespace sonata::testing;
 using Catch::Contains;
 
 #if SONATA_WITH_SNDFILE
 namespace {
 
-// A folder per test case and process (ctest runs test cases in parallel processes), removed
-// with its files at the end of the test.
-class TemporaryFolder {
- public:
-  explicit TemporaryFolder(const std::string& name)
-      : path_(std::filesystem::temp_directory_path() /
-              ("sonata_test_" + name + "_" + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(path_);
-  }
-  ~TemporaryFolder() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
-
-void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-}
-
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void put(std::vector<uint8_t>& out, uint32_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(uint8_t(value >> (8 * i)));
-}
-
-// A canonical 44-byte-header PCM WAV, little-endian, interleaved 16-bit samples.
-std::vector<uint8_t> pcm16_wav(const std::vector<int16_t>& samples, int channels, int rate) {
-  const uint32_t data_bytes = uint32_t(samples.size() * 2);
-  std::vector<uint8_t> out;
-  for (const char c : std::string("RIFF")) out.push_back(uint8_t(c));
-  put(out, 36 + data_bytes, 4);
-  for (const char c : std::string("WAVEfmt ")) out.push_back(uint8_t(c));
-  put(out, 16, 4);                             // fmt chunk size
-  put(out, 1, 2);                              // PCM
-  put(out, uint32_t(channels), 2);             // channels
-  put(out, uint32_t(rate), 4);                 // sample rate
-  put(out, uint32_t(rate * channels * 2), 4);  // bytes per second
-  put(out, uint32_t(channels * 2), 2);         // block align
-  put(out, 16, 2);                             // bits per sample
-  for (const char c : std::string("data")) out.push_back(uint8_t(c));
-  put(out, data_bytes, 4);
-  for (const int16_t s : samples) put(out, uint16_t(s), 2);
-  return out;
 }
 
 // Writes `frames` x `channels` interleaved floats with libsndfile in `format`.

@@ -10,7 +10,8 @@
 
 namespace sonata {
 
-Progress::Progress(const std::string& mode) {
+Progress::Progress(const std::string& mode, int64_t line_every)
+    : quiet_(mode == "none"), line_every_(std::max<int64_t>(line_every, 1)) {
   const bool tty = isatty(fileno(stderr));
   bar_ = mode == "bar" || (mode == "auto" && tty);
   lines_ = mode == "lines" || (mode == "auto" && !tty);
@@ -52,7 +53,7 @@ void Progress::update(const ProgressState& s) {
     std::fprintf(stderr, "\r\033[2K%s", last_.c_str());
     std::fflush(stderr);
     drawn_ = true;
-  } else {
+  } else if (s.step % line_every_ == 0 || s.step == s.total_steps) {
     std::fprintf(stderr, "epoch %lld/%lld step %lld/%lld  %s\n", (long long)(s.epoch + 1),
                  (long long)s.epochs, (long long)s.step, (long long)s.total_steps, figures);
   }
@@ -63,6 +64,7 @@ void Progress::clear() {
 }
 
 void Progress::print(const std::string& line) {
+  if (quiet_) return;
   clear();
   std::fflush(stderr);
   std::fprintf(stdout, "%s\n", line.c_str());

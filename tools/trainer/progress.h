@@ -3,7 +3,7 @@
 // line redrawn in place,
 //   epoch 3/12 [########------------] 61/150  loss 0.412  lr 1.2e-03  310 utt/s  wait 2%  ETA 4:31
 // with other output (evaluations, warnings) printed above it. Off a terminal (--progress
-// lines, or auto when stderr is a file): the same figures as a plain line every log interval.
+// lines, or auto when stderr is a file): the same figures as a plain line now and then.
 #include <cstdint>
 #include <string>
 
@@ -22,8 +22,8 @@ struct ProgressState {
 
 class Progress {
  public:
-  // mode: auto | bar | lines | none.
-  explicit Progress(const std::string& mode);
+  // mode: auto | bar | lines | none (silent). Lines are printed every `line_every` steps.
+  Progress(const std::string& mode, int64_t line_every);
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
@@ -35,8 +35,10 @@ class Progress {
  private:
   void clear();
 
+  bool quiet_ = false;  // none: not even print()
   bool bar_ = false, lines_ = false;
   bool drawn_ = false;
+  int64_t line_every_ = 1;
   std::string last_;
 };
 

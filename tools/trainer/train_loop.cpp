@@ -15,7 +15,9 @@
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/param_groups.h"
 #include "engine/optim/sgd.h"
+#include "tools/trainer/init_from.h"
 #include "tools/trainer/metrics_log.h"
+#include "tools/trainer/precision.h"
 #include "tools/trainer/progress.h"
 
 namespace sonata {
@@ -102,8 +104,37 @@ std::string format_metrics(const std::map<std::string, double>& metrics) {
 
 TrainResult run_training(const TrainerOptions& o, Task& task, Device device) {
   Module& model = task.model();
+  const std::string metrics_path = !o.metrics.empty()          ? o.metrics
+                                   : !o.checkpoint_dir.empty() ? o.checkpoint_dir + "/metrics.jsonl"
+                                                               : std::string("metrics.jsonl");
+  MetricsLog metrics(metrics_path, !o.resume.empty());
+  // Off a terminal, about four lines an epoch (at log points).
+  const int64_t log_lines_every =
+      std::max<int64_t>(1, (task.train_items() / o.batch_size / o.accum_steps / 4) / o.log_every) *
+      o.log_every;
+  Progress progress(o.progress, log_lines_every);
+  if (!o.init_from.empty()) progress.print(init_from_weights(model, o.init_from));
   model.to(device);
+  cast_for_precision(model, compute_dtype(o.precision));
   model.train();
+  TrainResult result;
+  const Clock::time_point run_start = Clock::now();
+  auto evaluate = [&](const std::string& split, int64_t epoch, int64_t step) {
+    EvalResult eval = task.evaluate(split, device);
+    nlohmann::ordered_json record{{"event", "eval"}, {"split", split}, {"epoch", epoch},
+                                  {"step", step}};
+    for (const auto& [name, value] : eval.metrics) record[name] = value;
+    record["elapsed_s"] = seconds_since(run_start);
+    metrics.write(record);
+    return eval;
+  };
+  if (o.eval_only) {
+    progress.print(str("evaluating on ", device.str(), ": ", task.describe()));
+    if (task.has_split("val")) result.last_val = evaluate("val", -1, 0);
+    if (task.has_split("test")) result.test = evaluate("test", -1, 0);
+    return result;
+  }
+
   const std::vector<int64_t> lengths = task.train_lengths();
   const int64_t batches_per_epoch = (task.train_items() + o.batch_size - 1) / o.batch_size;
   const int64_t steps_per_epoch = (batches_per_epoch + o.accum_steps - 1) / o.accum_steps;
@@ -122,19 +153,12 @@ TrainResult run_training(const TrainerOptions& o, Task& task, Device device) {
   schedule.apply(*optimizer, position(0));
   const std::vector<Tensor> parameters = model.parameters();
 
-  const std::string metrics_path = !o.metrics.empty()          ? o.metrics
-                                   : !o.checkpoint_dir.empty() ? o.checkpoint_dir + "/metrics.jsonl"
-                                                               : std::string("metrics.jsonl");
-  MetricsLog metrics(metrics_path, false);
-  Progress progress(o.progress);
   progress.print(str("training on ", device.str(), ": ", task.describe()));
   progress.print(str(total_steps, " steps (", epochs, " epochs of ", steps_per_epoch, "), batch ",
                      o.batch_size, " x ", o.accum_steps, " accumulated, peak lr ", peak_lr,
                      ", metrics in ", metrics_path));
 
-  TrainResult result;
   int64_t step = 0;
-  const Clock::time_point run_start = Clock::now();
   double wait_seconds = 0;
   int64_t items_since_log = 0;
   Clock::time_point log_start = Clock::now();
@@ -225,12 +249,7 @@ TrainResult run_training(const TrainerOptions& o, Task& task, Device device) {
   }
   progress.finish();
   result.steps = step;
-  if (task.has_split("test")) {
-    result.test = task.evaluate("test", device);
-    nlohmann::ordered_json record{{"event", "eval"}, {"split", "test"}, {"step", step}};
-    for (const auto& [name, value] : result.test.metrics) record[name] = value;
-    metrics.write(record);
-  }
+  if (task.has_split("test")) result.test = evaluate("test", epochs - 1, step);
   return result;
 }
 

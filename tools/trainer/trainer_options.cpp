@@ -168,6 +168,13 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.add_option("--keep-checkpoints", o.keep_checkpoints, "newest checkpoints kept (+ the best)")
       ->capture_default_str()
       ->group(run);
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "optimizer steps between checkpoints (0: at epoch ends)")
+      ->capture_default_str()
+      ->group(run);
+  app.add_option("--stop-after", o.stop_after,
+                 "end this run after this many steps in all, checkpointed (resume later)")
+      ->group(run);
   app.add_option("--resume", o.resume, "auto (newest in --checkpoint-dir) or a checkpoint folder")
       ->group(run);
   app.add_option("--init-from", o.init_from, "start from these weights (.safetensors)")->group(run);
@@ -250,6 +257,10 @@ void TrainerOptions::check() const {
   SONATA_CHECK(resume.empty() || init_from.empty(),
                "--resume and --init-from exclude each other (a resume restores the weights)");
   SONATA_CHECK(keep_checkpoints >= 1, "--keep-checkpoints must be at least 1");
+  SONATA_CHECK(checkpoint_every >= 0 && stop_after >= 0,
+               "--checkpoint-every and --stop-after must not be negative");
+  SONATA_CHECK(stop_after == 0 || !checkpoint_dir.empty(),
+               "--stop-after needs --checkpoint-dir (the run is resumed from there)");
   SONATA_CHECK(eval_every >= 1, "--eval-every must be at least 1");
   SONATA_CHECK(beam_width >= 0, "--beam-width must not be negative");
   SONATA_CHECK(one_of(progress, {"auto", "bar", "lines", "none"}),

@@ -69,6 +69,9 @@ struct TrainerOptions {
   // Checkpoints and evaluation.
   std::string checkpoint_dir;
   int64_t keep_checkpoints = 3;
+  int64_t checkpoint_every = 0;  // steps between checkpoints; 0: at epoch ends only
+  int64_t stop_after = 0;  // > 0: end this run after that many steps in all (checkpointed), as
+                           // a preempted job would; the schedule still spans the whole run
   std::string resume;     // "auto" (the newest in checkpoint_dir), or a checkpoint folder
   std::string init_from;  // weights (.safetensors) to start from, e.g. ImageNet VGG19_BN
   bool eval_only = false;

@@ -1,0 +1,35 @@
+#pragma once
+// Files for tests that read audio: a per-process temporary folder and WAV files written byte
+// by byte (known samples, no libsndfile involved, so a decoder test checks against
+// arithmetic).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sonata::testing {
+
+// A folder per test case and process (ctest runs test cases in parallel processes), removed
+// with its files at the end of the test.
+class TemporaryFolder {
+ public:
+  explicit TemporaryFolder(const std::string& name);
+  ~TemporaryFolder();
+  TemporaryFolder(const TemporaryFolder&) = delete;
+  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
+void write_text(const std::string& path, const std::string& text);
+
+// A canonical 44-byte-header PCM WAV, little-endian, interleaved 16-bit samples.
+std::vector<uint8_t> pcm16_wav(const std::vector<int16_t>& samples, int channels, int rate);
+// Mono samples in [-1, 1] rounded to 16 bits, as a WAV file.
+void write_pcm16_wav(const std::string& path, const std::vector<float>& samples, int rate);
+
+}  // namespace sonata::testing

@@ -1,0 +1,255 @@
+// The trainer end to end on a corpus written here: tones standing for letters ("a" a 400 Hz
+// tone, "b" 1200 Hz, "c" 2800 Hz), so a tiny DS2 can learn it in a few dozen steps. Also the
+// options (command line, JSON and YAML config files, invalid combinations), --init-from, and
+// the spectrogram images of the genre task.
+#include <catch2/catch.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <numbers>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "data/audio/decode.h"
+#include "engine/io/safetensors.h"
+#include "engine/random.h"
+#include "tests/support/audio_files.h"
+#include "tools/trainer/class_task.h"
+#include "tools/trainer/config_file.h"
+#include "tools/trainer/init_from.h"
+#include "tools/trainer/speech_task.h"
+#include "tools/trainer/train_loop.h"
+
+using namespace sonata;
+using namespace sonata::testing;
+using Catch::Contains;
+
+namespace {
+
+constexpr int kRate = 16000;
+
+std::vector<float> letters_audio(const std::string& text, std::mt19937& generator) {
+  std::normal_distribution<float> noise(0.0f, 0.01f);
+  std::vector<float> samples(size_t(kRate / 10), 0.0f);  // 0.1 s of lead-in
+  for (const char letter : text) {
+    const double hz = letter == 'a' ? 400.0 : letter == 'b' ? 1200.0 : 2800.0;
+    for (int i = 0; i < kRate / 4; ++i)
+      samples.push_back(0.4f * float(std::sin(2 * std::numbers::pi * hz * i / kRate)));
+    samples.insert(samples.end(), size_t(kRate / 20), 0.0f);
+  }
+  samples.insert(samples.end(), size_t(kRate / 10), 0.0f);
+  for (float& x : samples) x += noise(generator);
+  return samples;
+}
+
+// `count` clips of 1 to 3 letters from {a, b, c} and their TSV manifest.
+std::string write_letters_corpus(const TemporaryFolder& folder, const std::string& name,
+                                 int count, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::string manifest;
+  for (int i = 0; i < count; ++i) {
+    std::string text;
+    const int letters = 1 + int(generator() % 3);
+    for (int k = 0; k < letters; ++k) text += char('a' + generator() % 3);
+    const std::string wav = name + "_" + std::to_string(i) + ".wav";
+    write_pcm16_wav(folder.file(wav), letters_audio(text, generator), kRate);
+    manifest += wav + "\t" + text + "\n";
+  }
+  const std::string path = folder.file(name + ".tsv");
+  write_text(path, manifest);
+  return path;
+}
+
+TrainerOptions tiny_ds2_options(const std::string& train, const std::string& val) {
+  TrainerOptions options;
+  options.model = "ds2";
+  options.model_config = {{"conv-channels", "4"}, {"hidden", "24"}, {"layers", "1"}};
+  options.n_mels = 40;
+  options.train_manifest = train;
+  options.val_manifest = val;
+  options.batch_size = 4;
+  options.epochs = 12;
+  options.lr = 1e-2;
+  options.warmup = 1;
+  options.beam_width = 4;
+  options.progress = "none";
+  options.log_every = 3;
+  options.workers = 2;
+  return options;
+}
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> records;
+  for (std::string line; std::getline(in, line);) records.push_back(nlohmann::json::parse(line));
+  return records;
+}
+
+TrainerOptions parse_command_line(std::vector<std::string> arguments) {
+  TrainerOptions options;
+  CLI::App app;
+  add_trainer_options(app, options);
+  arguments.insert(arguments.begin(), "trainer");
+  std::vector<char*> argv;
+  for (std::string& argument : arguments) argv.push_back(argument.data());
+  app.parse(int(argv.size()), argv.data());
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("trainer options: command line, JSON and YAML configs give the same settings",
+          "[trainer]") {
+  TemporaryFolder folder("trainer_config");
+  write_text(folder.file("run.json"),
+             R"({"model": "ds2", "hidden": 64, "batch_size": 8, "lr": 0.002, "sortagrad": true,
+                 "train": "a.tsv"})");
+  write_text(folder.file("run.yaml"),
+             "# a trainer config\nmodel: ds2\nhidden: 64   # units\nbatch-size: 8\nlr: 2e-3\n"
+             "sortagrad: true\ntrain: \"a.tsv\"\n");
+  const TrainerOptions cli = parse_command_line(
+      {"--model", "ds2", "--hidden", "64", "--batch-size", "8", "--lr", "0.002", "--sortagrad",
+       "--train", "a.tsv"});
+  for (const char* file : {"run.json", "run.yaml"}) {
+    INFO(file);
+    const TrainerOptions config = parse_command_line({"--config", folder.file(file)});
+    CHECK(config.to_json() == cli.to_json());
+  }
+  CHECK(cli.model_config == std::map<std::string, std::string>{{"hidden", "64"}});
+  CHECK(cli.batch_size == 8);
+  CHECK(cli.sortagrad);
+  // The command line wins over the file.
+  const TrainerOptions both =
+      parse_command_line({"--config", folder.file("run.yaml"), "--batch-size", "32"});
+  CHECK(both.batch_size == 32);
+  CHECK(both.lr == 2e-3);
+}
+
+TEST_CASE("trainer options: bad config files and combinations get one sentence", "[trainer]") {
+  TemporaryFolder folder("trainer_config_bad");
+  write_text(folder.file("nested.yaml"), "model: ds2\noptimizer:\n  lr: 3\n");
+  CHECK_THROWS_WITH(parse_command_line({"--config", folder.file("nested.yaml")}),
+                    Contains("line 3") && Contains("nested"));
+  write_text(folder.file("unknown.json"), R"({"batch-sise": 8})");
+  CHECK_THROWS_WITH(parse_command_line({"--config", folder.file("unknown.json")}),
+                    Contains("batch-sise"));
+  write_text(folder.file("broken.json"), R"({"lr": )");
+  CHECK_THROWS_WITH(parse_command_line({"--config", folder.file("broken.json")}),
+                    Contains("not valid JSON"));
+
+  TrainerOptions options;
+  options.train_manifest = "a.tsv";
+  options.check();
+  auto refused = [](TrainerOptions o, const std::string& words) {
+    INFO(words);
+    CHECK_THROWS_WITH(o.check(), Contains(words));
+  };
+  TrainerOptions o = options;
+  o.precision = "fp16";
+  o.device = "cpu";
+  refused(o, "--precision fp16 runs on a GPU only");
+  o = options;
+  o.model_config = {{"width", "0.5"}};
+  refused(o, "--width is a vgg19_bn option");
+  o = options;
+  o.resume = "auto";
+  refused(o, "--resume auto needs --checkpoint-dir");
+  o = options;
+  o.nesterov = true;
+  refused(o, "--nesterov applies to --optimizer sgd");
+  o = options;
+  o.train_manifest.clear();
+  refused(o, "--train is required");
+  o = options;
+  o.eval_only = true;
+  refused(o, "--eval-only needs weights");
+}
+
+#if SONATA_WITH_SNDFILE
+TEST_CASE("trainer: a tiny DS2 learns the tone letters, and reports CER", "[trainer]") {
+  TemporaryFolder folder("trainer_letters");
+  const std::string train = write_letters_corpus(folder, "train", 24, 1);
+  const std::string val = write_letters_corpus(folder, "val", 8, 2);
+  TrainerOptions options = tiny_ds2_options(train, val);
+  options.metrics = folder.file("metrics.jsonl");
+  manual_seed(options.seed);
+  SpeechTask task(options, Vocabulary());
+  const TrainResult result = run_training(options, task, Device::cpu());
+
+  CHECK(result.steps == 12 * 6);
+  std::vector<double> losses;
+  int evaluations = 0;
+  for (const auto& record : read_jsonl(options.metrics)) {
+    if (record["event"] == "train") losses.push_back(record["loss"].get<double>());
+    if (record["event"] == "eval") ++evaluations;
+  }
+  CHECK(evaluations == 12);
+  REQUIRE(losses.size() == 24);
+  INFO("first loss " << losses.front() << ", last " << losses.back());
+  CHECK(losses.back() < 0.25 * losses.front());
+  // The letters are easy: a model that learned them transcribes most of the held-out clips.
+  CHECK(result.last_val.metrics.at("cer") < 0.5);
+  CHECK(result.last_val.metrics.count("beam_cer") == 1);
+  CHECK(result.last_val.report.size() == 3 * 5);
+}
+#endif
+
+TEST_CASE("trainer: --init-from loads matching tensors and keeps a replaced head fresh",
+          "[trainer]") {
+  TemporaryFolder folder("trainer_init_from");
+  manual_seed(3);
+  auto source = make_model("vgg19_bn", ModelConfig(std::map<std::string, std::string>{
+                                           {"width", "0.0625"}, {"num-classes", "10"}}));
+  save_safetensors(folder.file("w.safetensors"), source->state_dict());
+  manual_seed(4);
+  auto target = make_model("vgg19_bn", ModelConfig(std::map<std::string, std::string>{
+                                           {"width", "0.0625"}, {"num-classes", "16"}}));
+  const Tensor head_before = target->state_dict().back().second.clone();
+  const std::string line = init_from_weights(*target, folder.file("w.safetensors"));
+  CHECK_THAT(line, Contains("kept fresh (shape differs): classifier.6.weight"));
+  const NamedTensors loaded = target->state_dict(), original = source->state_dict();
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    INFO(loaded[i].first);
+    if (loaded[i].first.rfind("classifier.6.", 0) == 0) continue;
+    CHECK(loaded[i].second.to(DType::f64).to_vector<double>() ==
+          original[i].second.to(DType::f64).to_vector<double>());
+  }
+  CHECK(target->state_dict().back().second.to_vector<float>() == head_before.to_vector<float>());
+
+  auto ds2 = make_model("ds2", ModelConfig(std::map<std::string, std::string>{{"hidden", "8"}}));
+  CHECK_THROWS_WITH(init_from_weights(*ds2, folder.file("w.safetensors")),
+                    Contains("another model"));
+}
+
+TEST_CASE("trainer: spectrogram images put the high bands on top, within [-1, 1]", "[trainer]") {
+  FeatureConfig config;
+  config.n_mels = 32;
+  config.log = FeatureLog::db;
+  config.top_db = 80.0;
+  const FeatureExtractor extractor(config);
+  std::vector<float> high(kRate), low(kRate);
+  for (int i = 0; i < kRate; ++i) {
+    high[size_t(i)] = 0.5f * float(std::sin(2 * std::numbers::pi * 6000.0 * i / kRate));
+    low[size_t(i)] = 0.5f * float(std::sin(2 * std::numbers::pi * 200.0 * i / kRate));
+  }
+  for (const auto& [samples, top_is_loud] : {std::pair{&high, true}, std::pair{&low, false}}) {
+    const Tensor image = spectrogram_image(*samples, extractor, 48);
+    REQUIRE(image.shape() == Shape{32, 48});
+    const auto values = image.to_vector<float>();
+    double top = 0, bottom = 0;
+    for (int64_t x = 0; x < 48; ++x) {
+      top += values[size_t(2 * 48 + x)];
+      bottom += values[size_t(29 * 48 + x)];
+    }
+    CHECK((top > bottom) == top_is_loud);
+    for (const float v : values) REQUIRE((v >= -1.0f && v <= 1.0f));
+    // The loudest bin is 1 before the resize, which interpolates between frames.
+    CHECK(*std::max_element(values.begin(), values.end()) > 0.9f);
+  }
+}
