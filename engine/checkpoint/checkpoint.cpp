@@ -1,0 +1,160 @@
+#include "engine/checkpoint/checkpoint.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <iterator>
+#include <utility>
+
+#include "base/error.h"
+#include "engine/checkpoint/checkpoint_files.h"
+#include "engine/checkpoint/checkpoint_format.h"
+
+namespace fs = std::filesystem;
+
+namespace sonata {
+namespace {
+
+using namespace checkpoint_files;
+using namespace checkpoint_format;
+
+constexpr char kLatestLink[] = "latest";
+constexpr char kBestLink[] = "best";
+
+// A path as named, without a trailing separator, so that its last part is the folder.
+fs::path folder_path(const std::string& path) {
+  fs::path p = fs::path(path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p;
+}
+
+}  // namespace
+
+CheckpointManager::CheckpointManager(std::string directory, int64_t keep_last,
+                                     std::string metric_mode)
+    : directory_(std::move(directory)), keep_last_(keep_last), maximize_(metric_mode == "max") {
+  SONATA_CHECK(metric_mode == "min" || metric_mode == "max", "CheckpointManager: metric mode '",
+               metric_mode, "' is neither \"min\" nor \"max\"");
+  SONATA_CHECK(keep_last >= 0, "CheckpointManager: keep_last ", keep_last,
+               " is negative (0 keeps every checkpoint)");
+  std::error_code error;
+  fs::create_directories(directory_, error);
+  SONATA_CHECK(fs::is_directory(directory_), "CheckpointManager: cannot create the folder '",
+               directory_, "': ", error.message());
+  remove_stale_temporaries(directory_);
+  rescan_best();
+}
+
+bool CheckpointManager::better(double metric) const {
+  if (!best_metric_) return metric == metric;  // a NaN is never best
+  return maximize_ ? metric > *best_metric_ : metric < *best_metric_;
+}
+
+void CheckpointManager::rescan_best() {
+  best_metric_.reset();
+  best_step_ = -1;
+  for (const auto& [step, path] : list_step_folders(directory_)) {
+    const std::optional<double> metric = saved_metric(path);
+    if (metric && better(*metric)) {
+      best_metric_ = metric;
+      best_step_ = step;
+    }
+  }
+  std::error_code error;
+  const fs::path link = fs::path(directory_) / kBestLink;
+  if (best_step_ < 0) {
+    fs::remove(link, error);
+  } else if (fs::read_symlink(link, error) != step_folder_name(best_step_)) {
+    replace_symlink(directory_, kBestLink, step_folder_name(best_step_));
+  }
+}
+
+std::string CheckpointManager::save(const TrainingState& state, int64_t step,
+                                    std::optional<double> metric) {
+  SONATA_CHECK(step >= 0, "CheckpointManager.save: step ", step, " is negative");
+  const std::string name = step_folder_name(step);
+  const std::string path = (fs::path(directory_) / name).string();
+  const std::string temporary = temporary_path(directory_, name);
+  std::error_code error;
+  fs::remove_all(temporary, error);  // an earlier save of this process that failed
+  SONATA_CHECK(fs::create_directory(temporary, error), "CheckpointManager.save: cannot create '",
+               temporary, "': ", error.message());
+  try {
+    write_step_folder(temporary, state, step, metric);
+    fsync_directory(temporary);
+    rename_into_place(temporary, path);
+  } catch (...) {
+    fs::remove_all(temporary, error);
+    throw;
+  }
+  fsync_directory(directory_);
+
+  replace_symlink(directory_, kLatestLink, name);
+  if (step == best_step_) {
+    // The best folder was just replaced, and its metric with it.
+    rescan_best();
+  } else if (metric && better(*metric)) {
+    best_metric_ = metric;
+    best_step_ = step;
+    replace_symlink(directory_, kBestLink, name);
+  }
+  prune(step);
+  fsync_directory(directory_);
+  return path;
+}
+
+std::string CheckpointManager::best_checkpoint() const {
+  return best_step_ < 0 ? "" : (fs::path(directory_) / step_folder_name(best_step_)).string();
+}
+
+void CheckpointManager::prune(int64_t saved_step) {
+  if (keep_last_ == 0) return;
+  const auto folders = list_step_folders(directory_);
+  const int64_t excess = int64_t(folders.size()) - keep_last_;
+  for (int64_t i = 0; i < excess; ++i) {
+    const auto& [step, path] = folders[size_t(i)];
+    if (step != best_step_ && step != saved_step) remove_step_folder(directory_, path);
+  }
+}
+
+TrainingState load_checkpoint(const std::string& path) {
+  const fs::path folder = folder_path(path);
+  std::error_code error;
+  SONATA_CHECK(fs::is_directory(folder, error), "load_checkpoint: '", path,
+               "' is not a folder (a checkpoint directory or one of its step folders)");
+  const bool step_folder = parse_step_folder_name(folder.filename().string()).has_value() ||
+                           fs::exists(folder / kModelFile, error) ||
+                           fs::exists(folder / kStateFile, error);
+  if (step_folder) return read_step_folder(folder.string());
+
+  const auto folders = list_step_folders(folder.string());
+  SONATA_CHECK(!folders.empty(), "load_checkpoint: '", path,
+               "' holds no checkpoint (no step-* folders)");
+  std::string failures;
+  for (auto it = folders.rbegin(); it != folders.rend(); ++it) {
+    try {
+      return read_step_folder(it->second);
+    } catch (const Error& e) {
+      const bool last = std::next(it) == folders.rend();
+      std::fprintf(
+          stderr, "sonata: %s; %s\n", e.what(),
+          last ? "no older checkpoint to fall back to" : "falling back to the previous checkpoint");
+      failures += str(failures.empty() ? "" : "; ", e.what());
+    }
+  }
+  throw Error(str("load_checkpoint: no checkpoint in '", path, "' loads: ", failures));
+}
+
+std::string latest_checkpoint(const std::string& directory) {
+  const auto folders = list_step_folders(folder_path(directory).string());
+  for (auto it = folders.rbegin(); it != folders.rend(); ++it) {
+    try {
+      check_step_folder_whole(it->second);
+      return it->second;
+    } catch (const Error&) {
+      // Not whole: an older one may be.
+    }
+  }
+  return "";
+}
+
+}  // namespace sonata

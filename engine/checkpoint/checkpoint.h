@@ -1,0 +1,81 @@
+#pragma once
+// Training checkpoints: one directory per save, `<directory>/step-<12-digit step>/`, holding
+//   model.safetensors  the model's state_dict and nothing else (PyTorch names), so that
+//                      torch's module.load_state_dict(safetensors.torch.load_file(...)) works;
+//   state.safetensors  the optimizer's state tensors under their own names, and in the
+//                      string metadata everything else: "format", "step", "metric" (when
+//                      given), "scalar.<name>" and "optimizer.<name>" (doubles as "%.17g",
+//                      which read back to the same bits) and "text.<name>".
+// A save is written into a temporary sibling folder and renamed into place, each file and
+// folder fsync'd, so a crash leaves either the whole step folder or none; `latest` and `best`
+// are symlinks to step folders, replaced atomically.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/nn/module.h"
+#include "engine/optim/optimizer.h"
+
+namespace sonata {
+
+struct TrainingState {
+  NamedTensors model;                        // the model's state_dict
+  OptimizerState optimizer;                  // engine/optim/optimizer.h
+  std::map<std::string, double> scalars;     // step, epoch, scaler.*, sampler position, ...
+  std::map<std::string, std::string> texts;  // "model", "config", "vocabulary", RNG states,
+                                             // 64-bit counters (as decimal text), ...
+};
+
+class CheckpointManager {
+ public:
+  // `metric_mode`: "min" (CER, loss) or "max" (accuracy) decides which metric is best.
+  // `keep_last`: how many step folders to keep (0 keeps all); the best is kept besides.
+  // Opening a folder that holds checkpoints picks up their best metric, and removes
+  // temporary folders that other (dead) processes left behind.
+  CheckpointManager(std::string directory, int64_t keep_last, std::string metric_mode);
+
+  // Writes step-<step>/ (replacing one of the same step), points `latest` at it and, when
+  // `metric` beats the best so far, `best`; then prunes old step folders. Returns the step
+  // folder's path.
+  std::string save(const TrainingState& state, int64_t step,
+                   std::optional<double> metric = std::nullopt);
+
+  std::optional<double> best_metric() const { return best_metric_; }
+  // The best step folder's path, "" when no save had a metric.
+  std::string best_checkpoint() const;
+  const std::string& directory() const { return directory_; }
+
+ private:
+  bool better(double metric) const;
+  // The best metric among the step folders present, and `best` pointed at its folder.
+  void rescan_best();
+  // Removes the oldest step folders past keep_last, sparing the best and the one just saved.
+  void prune(int64_t saved_step);
+
+  std::string directory_;
+  int64_t keep_last_;
+  bool maximize_;
+  std::optional<double> best_metric_;
+  int64_t best_step_ = -1;
+};
+
+// `path` is a step folder, or a checkpoint directory: then its newest step folder that
+// loads; a newer one that does not is reported on stderr with the reason, and skipped. A
+// step folder that is unreadable (missing, truncated or corrupt file) is one error naming
+// the file and what is wrong. Tensors come back on the CPU.
+TrainingState load_checkpoint(const std::string& path);
+
+// The newest step folder of `directory` whose two files are whole (their headers parse and
+// their sizes match), "" when there is none.
+std::string latest_checkpoint(const std::string& directory);
+
+// Refuses, in one error listing every difference, a checkpoint whose model tensors differ
+// from `expected_model` (missing, unexpected, other shape or dtype: the first ten, then how
+// many more) or whose texts differ from `expected_texts` on any of its keys (both values
+// shown, shortened around the first difference).
+void check_compatible(const TrainingState& checkpoint, const NamedTensors& expected_model,
+                      const std::map<std::string, std::string>& expected_texts);
+
+}  // namespace sonata

@@ -1,0 +1,37 @@
+#pragma once
+// What a step folder holds (engine/checkpoint/checkpoint.h): writing a TrainingState into
+// one, reading it back, and checking that its files are whole without reading their data.
+// Internal to engine/checkpoint/.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/io/safetensors.h"
+
+namespace sonata::checkpoint_format {
+
+inline constexpr char kModelFile[] = "model.safetensors";
+inline constexpr char kStateFile[] = "state.safetensors";
+// The "format" metadata value; a reader refuses any other.
+inline constexpr char kFormat[] = "sonata-checkpoint-1";
+
+// Writes model.safetensors and state.safetensors into the existing folder `folder`, each
+// fsync'd (the folder itself is the caller's to fsync).
+void write_step_folder(const std::string& folder, const TrainingState& state, int64_t step,
+                       std::optional<double> metric);
+// Reads a step folder; an error names the folder, the file and what is wrong.
+TrainingState read_step_folder(const std::string& folder);
+
+// The metadata of a safetensors file, read from its header alone, after checking that the
+// file holds exactly the bytes the header describes; throws naming the file otherwise.
+Metadata read_header_metadata(const std::string& path);
+// Both files of a step folder whole (read_header_metadata), their format ours.
+void check_step_folder_whole(const std::string& folder);
+// The "metric" a step folder was saved with, nullopt when none (or when it is not whole).
+std::optional<double> saved_metric(const std::string& folder);
+
+// "%.17g": the double that reads back to the same bits.
+std::string format_double(double value);
+
+}  // namespace sonata::checkpoint_format
