@@ -1,0 +1,71 @@
+#pragma once
+// The NCCL process group for CUDA tensors (built with CUDA, NCCL and MPI). One communicator
+// per group, bootstrapped over MPI, and one communication stream of its own. Each operation
+//   1. records an event on the caller's current stream and makes the communication stream
+//      wait for it (the tensor's producers are done; the host does not wait),
+//   2. runs the NCCL call on the communication stream,
+//   3. records a done event there, which Work::wait() makes the caller's current stream wait
+//      for. completed() queries that event (and the communicator's asynchronous error);
+//      synchronize() blocks the host, polling ncclCommGetAsyncError, for at most
+//      SONATA_NCCL_TIMEOUT_S seconds (default 600).
+// f16 and bf16 reduce natively; avg is NCCL's own (ncclAvg).
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <memory>
+
+#include "comm/process_group.h"
+#include "engine/cuda/stream.h"
+
+namespace sonata {
+
+class NcclGroup final : public ProcessGroup {
+ public:
+  // Collective over `world` (MPI initialised): picks the device from the local rank and
+  // sets it, then rank 0's ncclGetUniqueId reaches every rank by MPI_Bcast and each calls
+  // ncclCommInitRank.
+  NcclGroup(MPI_Comm world, int local_rank);
+  ~NcclGroup() override;
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  int local_rank() const override { return local_rank_; }
+  std::string backend() const override { return "nccl"; }
+  Device device() const override { return Device::cuda(device_); }
+  ncclComm_t comm() const { return comm_; }
+  cudaStream_t stream() const { return stream_->get(); }
+
+  std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op) override;
+  std::shared_ptr<Work> broadcast(Tensor& tensor, int root) override;
+  std::shared_ptr<Work> all_gather(const Tensor& in, Tensor& out) override;
+  std::shared_ptr<Work> reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) override;
+  std::shared_ptr<Work> barrier() override;
+  std::shared_ptr<Work> send(const Tensor& tensor, int peer, int tag) override;
+  std::shared_ptr<Work> recv(Tensor& tensor, int peer, int tag) override;
+
+ private:
+  // Orders the communication stream after the work queued so far on the caller's stream.
+  void follow_caller();
+  // Records the done event after the NCCL call; `tensors` live until the Work is waited.
+  std::shared_ptr<Work> done(std::vector<Tensor> tensors);
+
+  int rank_ = 0;
+  int world_size_ = 1;
+  int local_rank_ = 0;
+  int device_ = 0;
+  ncclComm_t comm_ = nullptr;
+  std::unique_ptr<Stream> stream_;
+  Tensor barrier_word_;  // what a barrier all-reduces
+};
+
+// Aborts every live NCCL communicator of this process (the fatal handler, before MPI_Abort),
+// so that kernels waiting on a dead peer return.
+void abort_nccl_communicators();
+
+// SONATA_NCCL_TIMEOUT_S, or 600 seconds.
+double nccl_timeout_seconds();
+
+}  // namespace sonata

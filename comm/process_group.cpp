@@ -1,0 +1,44 @@
+#include "comm/process_group.h"
+
+#include "base/error.h"
+
+namespace sonata {
+namespace {
+class CompletedWork final : public Work {
+ public:
+  void wait() override {}
+  bool completed() override { return true; }
+};
+}  // namespace
+
+std::shared_ptr<Work> completed_work() {
+  return std::make_shared<CompletedWork>();
+}
+
+const char* reduce_op_name(ReduceOp op) {
+  return op == ReduceOp::sum ? "sum" : "avg";
+}
+
+void check_comm_tensor(const Tensor& tensor, Device device, const char* what, const char* name) {
+  SONATA_CHECK(tensor.defined(), what, ": the ", name, " tensor is undefined");
+  SONATA_CHECK(tensor.device() == device, what, ": the ", name, " tensor is on ",
+               tensor.device().str(), " but this process group communicates on ", device.str());
+  SONATA_CHECK(tensor.is_contiguous(), what, ": the ", name, " tensor (shape ",
+               shape_str(tensor.shape()), ") must be contiguous");
+}
+
+void check_reduce(DType dtype, ReduceOp op, const char* what) {
+  const bool reducible = dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::f32 ||
+                         dtype == DType::f64 || dtype == DType::i32 || dtype == DType::i64;
+  SONATA_CHECK(reducible, what, ": cannot reduce ", dtype_name(dtype),
+               " tensors (f16, bf16, f32, f64, i32, i64 only)");
+  SONATA_CHECK(op != ReduceOp::avg || is_floating(dtype), what, ": avg of ", dtype_name(dtype),
+               " tensors would truncate; use sum and divide, or a floating-point dtype");
+}
+
+void check_rank(int rank, int world_size, const char* what, const char* name) {
+  SONATA_CHECK(rank >= 0 && rank < world_size, what, ": ", name, " ", rank,
+               " is out of range for a world of ", world_size);
+}
+
+}  // namespace sonata

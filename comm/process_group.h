@@ -1,0 +1,79 @@
+#pragma once
+// A process group: the ranks of one data-parallel job and the collectives between them.
+// Every operation is asynchronous and returns a Work to wait on; tensors are contiguous and
+// updated in place (all_gather and reduce_scatter write their `out`).
+//
+// Backends (comm/bootstrap.h picks one):
+//   single - world size 1: every operation completes at once, MPI is never initialised.
+//   mpi    - CPU tensors, non-blocking MPI (MPI_Iallreduce, ...), so communication overlaps
+//            computation on the CPU too. f32, f64, i32 and i64 reduce natively; f16 and bf16
+//            reduce through an f32 buffer (MPI has no half type), summed in f32 and rounded
+//            once at the end. Operations that only move data (broadcast, all_gather,
+//            send/recv) take every dtype.
+//   nccl   - CUDA tensors, on the group's own communication stream, ordered against the
+//            caller's current stream by events: no host synchronisation anywhere.
+//
+// Every rank must issue the same collectives in the same order. Keep a tensor (and its Work)
+// alive until wait() has returned: the transfer reads and writes its memory until then.
+#include <memory>
+#include <string>
+
+#include "engine/tensor.h"
+
+namespace sonata {
+
+enum class ReduceOp {
+  sum,
+  avg,  // sum, then divided by the world size; floating-point dtypes only
+};
+
+// One operation in flight.
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Makes the result usable by the caller. MPI and single: returns once the operation is
+  // done (and the result averaged). NCCL: makes the caller's current stream wait for it and
+  // returns at once; kernels launched afterwards see the result.
+  virtual void wait() = 0;
+  // Blocks the host until the operation is done. NCCL: polls the communicator for
+  // asynchronous errors and gives up after SONATA_NCCL_TIMEOUT_S seconds (default 600),
+  // aborting the job, so a dead peer never leaves this rank hanging.
+  virtual void synchronize() { wait(); }
+  // Whether the operation has finished, without blocking. MPI: a finished all-reduce with
+  // avg is divided here or in wait(), whichever comes first.
+  virtual bool completed() = 0;
+};
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual int local_rank() const = 0;       // rank among the processes on this node
+  virtual std::string backend() const = 0;  // "single", "mpi" or "nccl"
+  virtual Device device() const = 0;        // where this group's tensors must live
+
+  virtual std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::sum) = 0;
+  virtual std::shared_ptr<Work> broadcast(Tensor& tensor, int root) = 0;
+  // out holds world_size() * in.numel() elements: rank r's `in` lands at r * in.numel().
+  virtual std::shared_ptr<Work> all_gather(const Tensor& in, Tensor& out) = 0;
+  // in holds world_size() * out.numel() elements; rank r gets the reduction of block r.
+  virtual std::shared_ptr<Work> reduce_scatter(const Tensor& in, Tensor& out,
+                                               ReduceOp op = ReduceOp::sum) = 0;
+  virtual std::shared_ptr<Work> barrier() = 0;
+  // Point to point. NCCL has no tags: its messages match in the order they are posted.
+  virtual std::shared_ptr<Work> send(const Tensor& tensor, int peer, int tag = 0) = 0;
+  virtual std::shared_ptr<Work> recv(Tensor& tensor, int peer, int tag = 0) = 0;
+};
+
+// A Work that is already done (the single group, empty tensors).
+std::shared_ptr<Work> completed_work();
+
+// Argument checks shared by the backends; each throws one sentence naming `what` (the
+// operation) and the offending input.
+void check_comm_tensor(const Tensor& tensor, Device device, const char* what, const char* name);
+void check_reduce(DType dtype, ReduceOp op, const char* what);
+void check_rank(int rank, int world_size, const char* what, const char* name);
+const char* reduce_op_name(ReduceOp op);
+
+}  // namespace sonata

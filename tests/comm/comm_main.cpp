@@ -1,0 +1,38 @@
+// The comm tests' main: starts the process group, runs the Catch2 session on every rank,
+// then agrees on the exit code, so a failure on any rank fails the run on all of them and
+// mpiexec reports it.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <memory>
+
+#include "comm/bootstrap.h"
+#include "tests/comm/comm_group.h"
+
+namespace sonata::testing {
+namespace {
+std::shared_ptr<ProcessGroup> g_group;
+}
+ProcessGroup& comm_group() {
+  return *g_group;
+}
+}  // namespace sonata::testing
+
+int main(int argc, char** argv) {
+  using namespace sonata;
+  bool listing = false;
+  for (int i = 1; i < argc; ++i)
+    listing = listing || std::strncmp(argv[i], "--list", 6) == 0 || std::strcmp(argv[i], "-l") == 0;
+  if (listing) return Catch::Session().run(argc, argv);
+
+  auto& group = testing::g_group;
+  group = init_process_group(Device::cpu());
+  const int failed = Catch::Session().run(argc, argv);
+  Tensor any_failed = from_vector(std::vector<int64_t>{failed != 0 ? 1 : 0}, {1});
+  group->all_reduce(any_failed, ReduceOp::sum)->wait();
+  const bool ok = any_failed.item() == 0;
+  group.reset();
+  finalize();
+  return ok ? 0 : 1;
+}
