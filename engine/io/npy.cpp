@@ -1,6 +1,12 @@
 #include "engine/io/npy.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -10,6 +16,7 @@
 
 #include "base/error.h"
 #include "engine/io/file_bytes.h"
+#include "engine/storage.h"
 
 namespace sonata {
 namespace {
@@ -72,7 +79,7 @@ Shape parse_shape(const std::string& text, const std::string& source) {
 
 }  // namespace
 
-Tensor parse_npy(const uint8_t* data, size_t size, const std::string& source) {
+NpyLayout parse_npy_layout(const uint8_t* data, size_t size, const std::string& source) {
   if (size < 10 || std::memcmp(data, kMagic, 6) != 0)
     throw Error(str(source, ": not a .npy file (bad magic)"));
   const int major = data[6];
@@ -124,14 +131,55 @@ Tensor parse_npy(const uint8_t* data, size_t size, const std::string& source) {
   if (dtype == DType::boolean &&
       std::any_of(values, values + bytes, [](uint8_t b) { return b > 1; }))
     throw Error(str(source, ": .npy bool data holds bytes other than 0 and 1"));
-  Tensor t = empty(shape, TensorOptions{}.with(dtype));
-  if (bytes) std::memcpy(t.data_ptr(), values, bytes);
+  return {dtype, shape, header_start + header_length};
+}
+
+Tensor parse_npy(const uint8_t* data, size_t size, const std::string& source) {
+  const NpyLayout layout = parse_npy_layout(data, size, source);
+  Tensor t = empty(layout.shape, TensorOptions{}.with(layout.dtype));
+  if (size > layout.data_offset)
+    std::memcpy(t.data_ptr(), data + layout.data_offset, size - layout.data_offset);
   return t;
 }
 
 Tensor load_npy(const std::string& path) {
   const std::vector<uint8_t> bytes = read_file_bytes(path);
   return parse_npy(bytes.data(), bytes.size(), path);
+}
+
+Tensor map_npy(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(str("cannot open ", path, ": ", std::strerror(errno)));
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw Error(str("cannot read ", path, ": ", std::strerror(error)));
+  }
+  const size_t size = size_t(status.st_size);
+  void* base = size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  const int map_error = errno;
+  ::close(fd);  // the mapping keeps the file
+  if (size && base == MAP_FAILED)
+    throw Error(str("cannot map ", path, ": ", std::strerror(map_error)));
+  auto unmap = [base, size](void*) {
+    if (base) ::munmap(base, size);
+  };
+  NpyLayout layout;
+  try {
+    layout = parse_npy_layout(static_cast<const uint8_t*>(base), size, path);
+  } catch (...) {
+    unmap(nullptr);
+    throw;
+  }
+  auto impl = std::make_shared<TensorImpl>();
+  // Private read-only pages: writing through the tensor would fault, so callers copy first.
+  impl->storage = std::make_shared<Storage>(static_cast<uint8_t*>(base) + layout.data_offset,
+                                            size - layout.data_offset, Device::cpu(), unmap);
+  impl->shape = layout.shape;
+  impl->strides = contiguous_strides(layout.shape);
+  impl->dtype = layout.dtype;
+  return Tensor(impl);
 }
 
 void save_npy(const std::string& path, const Tensor& tensor) {

@@ -15,7 +15,15 @@ using namespace sonata;
 namespace {
 // A v1.0 file laid out by hand from NumPy's format description.
 std::vector<uint8_t> npy_file(const std::string& header, size_t data_bytes) {
-  const uint8_t prefix[] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, uint8_t(header.size() & 0xff),
+  const uint8_t prefix[] = {0x93,
+                            'N',
+                            'U',
+                            'M',
+                            'P',
+                            'Y',
+                            1,
+                            0,
+                            uint8_t(header.size() & 0xff),
                             uint8_t(header.size() >> 8)};
   std::vector<uint8_t> bytes(sizeof(prefix) + header.size() + data_bytes);
   std::memcpy(bytes.data(), prefix, sizeof(prefix));
@@ -48,12 +56,25 @@ TEST_CASE(".npy reads NumPy's layout and round-trips", "[io][npy]") {
        {arange(0, 12, 1, TensorOptions{}.with(DType::f64)).reshape({3, 4}).t(),
         from_vector(std::vector<int64_t>{3, -1, 7}, {3}), full({}, 2.0), zeros({0, 5})}) {
     save_npy(path, original);
-    const Tensor back = load_npy(path);
-    CHECK(back.dtype() == original.dtype());
-    CHECK(back.shape() == original.shape());
-    CHECK(back.to_vector<double>() == original.to_vector<double>());
+    for (const Tensor& back : {load_npy(path), map_npy(path)}) {
+      CHECK(back.dtype() == original.dtype());
+      CHECK(back.shape() == original.shape());
+      CHECK(back.to_vector<double>() == original.to_vector<double>());
+    }
   }
+  // A mapping outlives the file's name, and a damaged file is refused as load_npy refuses it.
+  save_npy(path, full({3}, 1.5));
+  const Tensor mapped = map_npy(path);
   std::remove(path.c_str());
+  CHECK(mapped.to_vector<float>() == std::vector<float>{1.5f, 1.5f, 1.5f});
+  const std::vector<uint8_t> short_file =
+      npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }\n", 8);
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  std::fwrite(short_file.data(), 1, short_file.size(), file);
+  std::fclose(file);
+  CHECK_THROWS_WITH(map_npy(path), Catch::Contains("needs 16"));
+  std::remove(path.c_str());
+  CHECK_THROWS_WITH(map_npy(path), Catch::Contains("cannot open"));
 }
 
 TEST_CASE(".npy refuses damaged or unsupported files by name", "[io][npy]") {

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <numbers>
@@ -18,6 +19,7 @@
 #include "base/error.h"
 #include "data/audio/decode.h"
 #include "engine/io/safetensors.h"
+#include "engine/ops.h"
 #include "engine/random.h"
 #include "tests/support/audio_files.h"
 #include "tools/trainer/class_task.h"
@@ -49,8 +51,8 @@ std::vector<float> letters_audio(const std::string& text, std::mt19937& generato
 }
 
 // `count` clips of 1 to 3 letters from {a, b, c} and their TSV manifest.
-std::string write_letters_corpus(const TemporaryFolder& folder, const std::string& name,
-                                 int count, unsigned seed) {
+std::string write_letters_corpus(const TemporaryFolder& folder, const std::string& name, int count,
+                                 unsigned seed) {
   std::mt19937 generator(seed);
   std::string manifest;
   for (int i = 0; i < count; ++i) {
@@ -70,7 +72,7 @@ TrainerOptions tiny_ds2_options(const std::string& train, const std::string& val
   TrainerOptions options;
   options.model = "ds2";
   options.model_config = {{"conv-channels", "4"}, {"hidden", "24"}, {"layers", "1"}};
-  options.n_mels = 40;
+  options.features.n_mels = 40;
   options.train_manifest = train;
   options.val_manifest = val;
   options.batch_size = 4;
@@ -113,9 +115,9 @@ TEST_CASE("trainer options: command line, JSON and YAML configs give the same se
   write_text(folder.file("run.yaml"),
              "# a trainer config\nmodel: ds2\nhidden: 64   # units\nbatch-size: 8\nlr: 2e-3\n"
              "sortagrad: true\ntrain: \"a.tsv\"\n");
-  const TrainerOptions cli = parse_command_line(
-      {"--model", "ds2", "--hidden", "64", "--batch-size", "8", "--lr", "0.002", "--sortagrad",
-       "--train", "a.tsv"});
+  const TrainerOptions cli =
+      parse_command_line({"--model", "ds2", "--hidden", "64", "--batch-size", "8", "--lr", "0.002",
+                          "--sortagrad", "--train", "a.tsv"});
   for (const char* file : {"run.json", "run.yaml"}) {
     INFO(file);
     const TrainerOptions config = parse_command_line({"--config", folder.file(file)});
@@ -252,4 +254,146 @@ TEST_CASE("trainer: spectrogram images put the high bands on top, within [-1, 1]
     // The loudest bin is 1 before the resize, which interpolates between frames.
     CHECK(*std::max_element(values.begin(), values.end()) > 0.9f);
   }
+}
+
+#if SONATA_WITH_SNDFILE
+TEST_CASE(
+    "trainer: k steps, a checkpoint and --resume give the weights of one straight run, "
+    "bit for bit",
+    "[trainer]") {
+  TemporaryFolder folder("trainer_resume");
+  const std::string train = write_letters_corpus(folder, "train", 14, 5);
+  TrainerOptions options = tiny_ds2_options(train, "");
+  options.epochs = 3;  // 4 batches an epoch (the last one of 2), 12 steps
+  options.log_every = 2;
+
+  auto run = [&](TrainerOptions run_options) {
+    manual_seed(run_options.seed);
+    auto task = std::make_unique<SpeechTask>(run_options, Vocabulary());
+    run_training(run_options, *task, Device::cpu());
+    return task;
+  };
+  TrainerOptions straight = options;
+  straight.checkpoint_dir = folder.file("straight");
+  const auto reference = run(straight);
+
+  for (const int64_t stop : {int64_t(1), int64_t(6)}) {  // mid-epoch, and at step 6 of 12
+    INFO("stopped after step " << stop);
+    TrainerOptions first = options;
+    first.checkpoint_dir = folder.file("split_" + std::to_string(stop));
+    first.stop_after = stop;
+    run(first);
+    TrainerOptions second = first;
+    second.stop_after = 0;
+    second.resume = "auto";
+    const auto resumed = run(second);
+    const NamedTensors expected = reference->model().state_dict();
+    const NamedTensors actual = resumed->model().state_dict();
+    REQUIRE(actual.size() == expected.size());
+    for (size_t i = 0; i < actual.size(); ++i) {
+      INFO(actual[i].first);
+      CHECK(actual[i].second.to(DType::f64).to_vector<double>() ==
+            expected[i].second.to(DType::f64).to_vector<double>());
+    }
+    // The resumed run appended to the first run's log and ended at the same step.
+    int64_t last_step = 0;
+    for (const auto& record : read_jsonl(first.checkpoint_dir + "/metrics.jsonl"))
+      if (record["event"] == "train") last_step = record["step"].get<int64_t>();
+    CHECK(last_step == 12);
+  }
+}
+
+TEST_CASE("trainer: a checkpoint of another vocabulary or model size is refused, naming it",
+          "[trainer]") {
+  TemporaryFolder folder("trainer_refuse");
+  const std::string train = write_letters_corpus(folder, "train", 8, 6);
+  TrainerOptions options = tiny_ds2_options(train, "");
+  options.epochs = 1;
+  options.warmup = 0;
+  options.checkpoint_dir = folder.file("run");
+  manual_seed(1);
+  SpeechTask task(options, Vocabulary());
+  run_training(options, task, Device::cpu());
+
+  TrainerOptions resume = options;
+  resume.resume = "auto";
+  resume.epochs = 2;
+  const Vocabulary letters = Vocabulary::from_symbols(U" abc", "test");
+  SpeechTask other_vocabulary(resume, letters);
+  CHECK_THROWS_WITH(run_training(resume, other_vocabulary, Device::cpu()), Contains("vocabulary"));
+  resume.model_config["hidden"] = "32";
+  SpeechTask wider(resume, Vocabulary());
+  CHECK_THROWS_WITH(run_training(resume, wider, Device::cpu()), Contains("rnn.weight_hh_l0"));
+}
+#endif
+
+namespace {
+
+// A task whose loss turns NaN from a given batch on: y = w . x with x = NaN then. Batches
+// are prepared in order (one ahead, on the loader thread), so a counter numbers them.
+class PoisonedTask : public Task {
+ public:
+  explicit PoisonedTask(int64_t poison_from_batch) : poison_from_(poison_from_batch) {
+    model_.weight = model_.add("weight", ones({4}));
+  }
+  Module& model() override { return model_; }
+  int64_t train_items() const override { return 64; }
+  std::vector<int64_t> train_lengths() const override { return std::vector<int64_t>(64, 1); }
+  HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override {
+    (void)epoch;
+    const double value = prepared_++ >= poison_from_ ? std::nan("") : 1.0;
+    return {{full({4}, value)}, int64_t(items.size()), 0.0};
+  }
+  Tensor loss(const HostBatch& batch, Device) override {
+    return sum(model_.weight * batch.tensors[0]) * (1.0 / 4.0);
+  }
+  EvalResult evaluate(const std::string&, Device) override { return {}; }
+  bool has_split(const std::string&) const override { return false; }
+  std::string best_metric() const override { return "loss"; }
+  bool lower_is_better() const override { return true; }
+  std::map<std::string, std::string> checkpoint_texts() const override { return {}; }
+  std::string describe() const override { return "poisoned"; }
+  const char* item_name() const override { return "items"; }
+
+ private:
+  struct Weights : Module {
+    Tensor& add(const std::string& name, Tensor value) {
+      return register_parameter(name, value.set_requires_grad(true));
+    }
+    Tensor weight;
+  } model_;
+  int64_t poison_from_;
+  mutable std::atomic<int64_t> prepared_{0};
+};
+
+}  // namespace
+
+TEST_CASE("trainer: a loss that stays NaN stops the run, and skipped steps leave the weights",
+          "[trainer]") {
+  TemporaryFolder folder("trainer_nan");
+  TrainerOptions options;
+  options.model = "ds2";
+  options.train_manifest = "unused";
+  options.batch_size = 4;
+  options.epochs = 4;
+  options.optimizer = "sgd";
+  options.momentum = 0;
+  options.weight_decay = 0;
+  options.schedule = "constant";
+  options.lr = 0.5;
+  options.max_bad_steps = 5;
+  options.log_every = 1;
+  options.progress = "none";
+  options.checkpoint_dir = folder.file("run");
+  options.checkpoint_every = 2;
+  options.metrics = folder.file("metrics.jsonl");
+  PoisonedTask task(/*poison_from_batch=*/10);
+  const TrainResult result = run_training(options, task, Device::cpu());
+  CHECK(result.stopped_bad);
+  // Steps 11..15 had NaN losses: the fifth stops the run.
+  CHECK(result.steps == 15);
+  // Ten clean SGD steps of lr 0.5 on d(w . 1 / 4)/dw = 1/4 each, then nothing.
+  const auto weights = task.model().state_dict().front().second.to_vector<float>();
+  for (const float w : weights) CHECK(w == Approx(1.0 - 10 * 0.5 * 0.25).margin(1e-6));
+  CHECK_THAT(result.last_checkpoint, Contains("step-000000000010"));
 }

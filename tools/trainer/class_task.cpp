@@ -32,15 +32,12 @@ const std::string& first_manifest(const TrainerOptions& o) {
 }
 
 FeatureConfig image_features(const TrainerOptions& o) {
-  FeatureConfig config;
-  config.sample_rate = o.sample_rate;
-  config.n_fft = o.n_fft;
-  config.hop_length = o.hop_length;
-  config.n_mels = o.image_height;
-  config.log = FeatureLog::db;
-  config.top_db = kTopDb;
-  config.validate();
-  return config;
+  FeatureFlags flags = o.features;
+  flags.n_mels = o.image_height;
+  flags.log = "db";
+  flags.top_db = kTopDb;
+  flags.normalize = "none";
+  return flags.config();
 }
 
 }  // namespace
@@ -87,7 +84,7 @@ ClassTask::ClassTask(const TrainerOptions& options)
 ImageSplit ClassTask::load(const std::string& name, const std::string& manifest) const {
   const std::vector<ClassEntry> entries = entries_of(manifest);
   SONATA_CHECK(!entries.empty(), "--", name, " ", manifest, " lists no tracks");
-  const int64_t rate = options_.sample_rate;
+  const int64_t rate = options_.features.sample_rate;
   const int64_t slice = int64_t(std::llround(options_.slice_seconds * double(rate)));
   std::vector<std::vector<Tensor>> images(entries.size());
   std::vector<double> seconds(entries.size());

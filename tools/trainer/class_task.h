@@ -36,6 +36,7 @@ class ClassTask : public Task {
   Module& model() override { return *model_; }
   int64_t train_items() const override { return int64_t(train_.images.size()); }
   std::vector<int64_t> train_lengths() const override;
+  std::vector<int64_t> train_labels() const override { return train_.labels; }
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override;
   Tensor loss(const HostBatch& batch, Device device) override;
   EvalResult evaluate(const std::string& split, Device device) override;

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
 
 #include "base/error.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
+#include "data/augment/augment_key.h"
+#include "data/augment/spec_augment.h"
+#include "data/cache/feature_cache.h"
 #include "data/manifest/asr_manifest.h"
 #include "data/text/error_rate.h"
 #include "data/text/normalise.h"
@@ -20,20 +24,9 @@
 namespace sonata {
 namespace {
 
-FeatureConfig feature_config(const TrainerOptions& options) {
-  FeatureConfig config;
-  config.sample_rate = options.sample_rate;
-  config.n_fft = options.n_fft;
-  config.hop_length = options.hop_length;
-  config.n_mels = options.n_mels;
-  config.normalize = parse_feature_normalize(options.normalize);
-  config.validate();
-  return config;
-}
-
 std::shared_ptr<Ds2> make_speech_model(const TrainerOptions& options, int64_t classes) {
   ModelConfig config(options.model_config);
-  config.set("num-mels", std::to_string(options.n_mels));
+  config.set("num-mels", std::to_string(options.features.n_mels));
   config.set("num-classes", std::to_string(classes));
   return std::dynamic_pointer_cast<Ds2>(make_ds2(config));
 }
@@ -47,7 +40,7 @@ CtcOptions ctc_options() {
 
 SpeechSplit load_speech_split(const std::string& name, const std::string& manifest,
                               const Vocabulary& vocabulary, const FeatureExtractor& extractor,
-                              int64_t workers) {
+                              int64_t workers, const FeatureCache* cache) {
   SpeechSplit split;
   split.name = name;
   const std::vector<AsrEntry> entries = read_asr_manifest(manifest);
@@ -56,15 +49,23 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
   const int64_t rate = extractor.config().sample_rate;
 
   std::vector<std::vector<float>> audio(entries.size());
+  const std::string manifest_folder = std::filesystem::path(manifest).parent_path().string();
+  if (cache) split.features.resize(entries.size());
   split.targets.resize(entries.size());
   split.transcripts.resize(entries.size());
   std::vector<int64_t> dropped(entries.size(), 0);
   parallel_for(count, workers, [&](int64_t i) {
     const AsrEntry& entry = entries[size_t(i)];
-    Audio decoded = decode_audio(entry.path);
-    audio[size_t(i)] = decoded.sample_rate == rate
-                           ? std::move(decoded.samples)
-                           : resample(decoded.samples, decoded.sample_rate, rate);
+    if (cache) {
+      // f32 stays memory-mapped; f16 is widened once here, since batches are built in f32.
+      const Tensor cached = cache->features(entry.path, manifest_folder);
+      split.features[size_t(i)] = cached.dtype() == DType::f32 ? cached : cached.to(DType::f32);
+    } else {
+      Audio decoded = decode_audio(entry.path);
+      audio[size_t(i)] = decoded.sample_rate == rate
+                             ? std::move(decoded.samples)
+                             : resample(decoded.samples, decoded.sample_rate, rate);
+    }
     const std::string where = manifest + " line " + std::to_string(i + 1);
     const NormalisedText text = normalise(vocabulary, entry.transcript, where);
     split.transcripts[size_t(i)] = text.text;
@@ -73,6 +74,12 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
   });
   split.dropped_characters = std::accumulate(dropped.begin(), dropped.end(), int64_t(0));
 
+  if (cache) {
+    const double frame_seconds = double(extractor.config().resolved_hop_length()) / double(rate);
+    for (const Tensor& features : split.features)
+      split.seconds += double(features.size(0)) * frame_seconds;
+    return split;
+  }
   std::vector<std::span<const float>> clips;
   for (const auto& samples : audio) {
     clips.emplace_back(samples);
@@ -85,7 +92,7 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
 SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
     : options_(options),
       vocabulary_(std::move(vocabulary)),
-      extractor_(feature_config(options)),
+      extractor_(options.features.config()),
       compute_dtype_(compute_dtype(options.precision)) {
   if (!options.train_manifest.empty())
     train_ = load_speech_split("train", options.train_manifest, vocabulary_, extractor_,
@@ -124,7 +131,7 @@ HostBatch SpeechTask::prepare(const std::vector<int64_t>& items, int64_t epoch) 
 HostBatch SpeechTask::batch_of(const SpeechSplit& split, const std::vector<int64_t>& items,
                                int64_t epoch, bool augment) const {
   const int64_t batch = int64_t(items.size());
-  const int64_t mels = options_.n_mels;
+  const int64_t mels = options_.features.n_mels;
   int64_t frames = 0;
   for (int64_t item : items) frames = std::max(frames, split.features[size_t(item)].size(0));
   HostBatch host;
@@ -140,8 +147,8 @@ HostBatch SpeechTask::batch_of(const SpeechSplit& split, const std::vector<int64
     const auto& labels = split.targets[size_t(item)];
     targets.insert(targets.end(), labels.begin(), labels.end());
     target_lengths.push_back(int64_t(labels.size()));
-    host.audio_seconds +=
-        double(features.size(0)) * double(options_.hop_length) / double(options_.sample_rate);
+    host.audio_seconds += double(features.size(0)) * double(options_.features.hop_length) /
+                          double(options_.features.sample_rate);
   }
   host.items = batch;
   host.tensors = {input, from_vector(input_lengths, {batch}),
@@ -152,7 +159,16 @@ HostBatch SpeechTask::batch_of(const SpeechSplit& split, const std::vector<int64
 
 void SpeechTask::spec_augment_item(float* frames, int64_t count, int64_t epoch,
                                    int64_t item) const {
-  (void)frames, (void)count, (void)epoch, (void)item;
+  Tensor view = from_blob(frames, {count, options_.features.n_mels}, DType::f32);
+  SpecAugmentOptions masks;
+  masks.freq_masks = options_.freq_masks;
+  masks.freq_max_width = options_.freq_mask_width;
+  masks.time_masks = options_.time_masks;
+  masks.time_max_width = options_.time_mask_width;
+  // Features are normalised per utterance by default, so 0 is their mean.
+  masks.mask_value = 0.0f;
+  // seed + 1: the samplers draw from the seed itself (data/augment/augment_key.h).
+  spec_augment(view, masks, options_.seed + 1, augment_key(epoch, item));
 }
 
 Tensor SpeechTask::loss(const HostBatch& batch, Device device) {

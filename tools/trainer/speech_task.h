@@ -25,9 +25,12 @@ struct SpeechSplit {
   int64_t dropped_characters = 0;  // outside the vocabulary, over all transcripts
 };
 
+class FeatureCache;
+
+// `cache`: features from a featurize cache (memory-mapped) instead of decoding the audio.
 SpeechSplit load_speech_split(const std::string& name, const std::string& manifest,
                               const Vocabulary& vocabulary, const FeatureExtractor& extractor,
-                              int64_t workers);
+                              int64_t workers, const FeatureCache* cache = nullptr);
 
 class SpeechTask : public Task {
  public:

@@ -34,6 +34,8 @@ class Task {
   virtual int64_t train_items() const = 0;
   // Per-item lengths for length-bucketed batching (all equal for fixed-size items).
   virtual std::vector<int64_t> train_lengths() const = 0;
+  // Per-item class labels, for class-balanced sampling (classification only).
+  virtual std::vector<int64_t> train_labels() const { return {}; }
   // Thread-safe: called on a worker thread while the previous step computes. `epoch` keys the
   // augmentation, so a resumed run sees the same items.
   virtual HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const = 0;

@@ -5,10 +5,15 @@
 #include <cmath>
 #include <future>
 #include <numeric>
-#include <random>
+#include <optional>
 
 #include "base/error.h"
+#include "data/sampling/class_balanced_sampler.h"
+#include "data/sampling/length_bucket_sampler.h"
+#include "data/sampling/random_batch_sampler.h"
+#include "engine/allocator.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/nn/state_dict.h"
 #include "engine/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/clip_grad.h"
@@ -19,6 +24,7 @@
 #include "tools/trainer/metrics_log.h"
 #include "tools/trainer/precision.h"
 #include "tools/trainer/progress.h"
+#include "tools/trainer/training_state.h"
 
 namespace sonata {
 namespace {
@@ -60,34 +66,18 @@ LrSchedule make_schedule(const TrainerOptions& o, double peak_lr, double length)
   return schedule;
 }
 
-// Shuffled items cut into chunks of many batches, each chunk sorted by length, then the
-// batches shuffled: little padding, and every epoch a different order.
-std::vector<std::vector<int64_t>> length_bucketed_batches(const std::vector<int64_t>& lengths,
-                                                          int64_t batch_size, uint64_t seed,
-                                                          int64_t epoch, bool sortagrad) {
-  const int64_t count = int64_t(lengths.size());
-  std::vector<int64_t> order(static_cast<size_t>(count));
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 generator(seed * 1000003u + uint64_t(epoch));
-  auto shuffle = [&](auto& values) {
-    for (size_t i = values.size(); i > 1; --i) std::swap(values[i - 1], values[generator() % i]);
-  };
-  auto by_length = [&](int64_t a, int64_t b) { return lengths[size_t(a)] < lengths[size_t(b)]; };
-  if (sortagrad && epoch == 0) {
-    std::stable_sort(order.begin(), order.end(), by_length);
-  } else {
-    shuffle(order);
-    const int64_t chunk = batch_size * 50;
-    for (int64_t start = 0; start < count; start += chunk)
-      std::stable_sort(order.begin() + start, order.begin() + std::min(count, start + chunk),
-                       by_length);
-  }
-  std::vector<std::vector<int64_t>> batches;
-  for (int64_t start = 0; start < count; start += batch_size)
-    batches.emplace_back(order.begin() + start,
-                         order.begin() + std::min(count, start + batch_size));
-  if (!(sortagrad && epoch == 0)) shuffle(batches);
-  return batches;
+// Length buckets for ASR (little padding), a fresh permutation each epoch for
+// classification (uniform, or class-balanced on request); all pure functions of the epoch.
+std::unique_ptr<BatchSampler> make_sampler(const TrainerOptions& o, const Task& task) {
+  SamplerOptions sampling;
+  sampling.batch_size = o.batch_size;
+  sampling.seed = o.seed;
+  if (o.is_asr())
+    return std::make_unique<LengthBucketSampler>(task.train_lengths(), sampling,
+                                                 /*bucket_size_multiplier=*/100, o.sortagrad);
+  if (o.class_balanced)
+    return std::make_unique<ClassBalancedSampler>(task.train_labels(), sampling);
+  return std::make_unique<RandomBatchSampler>(task.train_items(), sampling);
 }
 
 std::string format_metrics(const std::map<std::string, double>& metrics) {
@@ -100,157 +90,311 @@ std::string format_metrics(const std::map<std::string, double>& metrics) {
   return text;
 }
 
+// One run: the state the step loop carries, and its phases as methods.
+class Run {
+ public:
+  Run(const TrainerOptions& options, Task& task, Device device);
+  TrainResult train();
+  TrainResult evaluate_only();
+
+ private:
+  double schedule_position(int64_t step) const;
+  void train_epoch(int64_t epoch, int64_t first_batch);
+  void track_loss(const Tensor& loss);
+  void optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches);
+  void log_point(int64_t epoch, int64_t step_in_epoch);
+  EvalResult evaluate(const std::string& split, int64_t epoch);
+  void save_checkpoint(const TrainPosition& position, std::optional<double> metric);
+  bool finished() const { return step_ >= total_steps_ || stop_requested_; }
+
+  const TrainerOptions& o_;
+  Task& task_;
+  Device device_;
+  Module& model_;
+  std::string metrics_path_;
+  MetricsLog metrics_;
+  Progress progress_;
+  Clock::time_point run_start_ = Clock::now();
+
+  std::unique_ptr<BatchSampler> sampler_;
+  int64_t steps_per_epoch_ = 0, total_steps_ = 0, epochs_ = 0;
+  bool schedule_in_steps_ = false;
+  std::optional<LrSchedule> schedule_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<LossScaler> scaler_;
+  std::unique_ptr<CheckpointManager> checkpoints_;
+  std::vector<Tensor> parameters_;
+
+  int64_t step_ = 0, first_step_ = 0;  // first_step_: where this run started (resumes)
+  int64_t last_saved_step_ = -1;
+  bool stop_requested_ = false;
+  TrainResult result_;
+
+  // Between log points: sums on the device, read by the host only there.
+  Tensor loss_sum_, norm_, bad_streak_, worst_bad_streak_;
+  int64_t losses_summed_ = 0, items_since_log_ = 0;
+  double wait_since_log_ = 0;
+  Clock::time_point log_start_ = Clock::now();
+};
+
+Run::Run(const TrainerOptions& o, Task& task, Device device)
+    : o_(o),
+      task_(task),
+      device_(device),
+      model_(task.model()),
+      metrics_path_(!o.metrics.empty()          ? o.metrics
+                    : !o.checkpoint_dir.empty() ? o.checkpoint_dir + "/metrics.jsonl"
+                                                : std::string("metrics.jsonl")),
+      metrics_(metrics_path_, !o.resume.empty()),
+      // Off a terminal, about four lines an epoch (at log points).
+      progress_(o.progress, std::max<int64_t>(1, task.train_items() / o.batch_size / o.accum_steps /
+                                                     4 / o.log_every) *
+                                o.log_every) {
+  if (!o.init_from.empty()) progress_.print(init_from_weights(model_, o.init_from));
+  model_.to(device);
+  cast_for_precision(model_, compute_dtype(o.precision));
+  model_.train();
+}
+
+TrainResult Run::evaluate_only() {
+  progress_.print(str("evaluating on ", device_.str(), ": ", task_.describe()));
+  if (!o_.resume.empty()) {
+    const std::string path = resume_path(o_);
+    SONATA_CHECK(!path.empty(), "--eval-only --resume auto: no checkpoint in ", o_.checkpoint_dir);
+    const TrainingState state = load_checkpoint(path);
+    std::map<std::string, std::string> expected = task_.checkpoint_texts();
+    expected["model"] = o_.model;
+    check_compatible(state, model_.state_dict(), expected);
+    load_state_dict(model_, state.model);
+    progress_.print(str("weights of ", path));
+  }
+  if (task_.has_split("val")) result_.last_val = evaluate("val", -1);
+  if (task_.has_split("test")) result_.test = evaluate("test", -1);
+  return result_;
+}
+
+TrainResult Run::train() {
+  sampler_ = make_sampler(o_, task_);
+  const int64_t batches_per_epoch = sampler_->batches_per_epoch();
+  steps_per_epoch_ = (batches_per_epoch + o_.accum_steps - 1) / o_.accum_steps;
+  total_steps_ = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch_ * o_.epochs;
+  epochs_ = (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_;
+  const double peak_lr = scale_lr(o_.lr, o_.batch_size * o_.accum_steps, o_.reference_batch,
+                                  parse_lr_scaling_rule(o_.lr_scaling));
+  schedule_in_steps_ = o_.schedule_unit == "steps";
+  schedule_ =
+      make_schedule(o_, peak_lr, schedule_in_steps_ ? double(total_steps_) : double(epochs_));
+  optimizer_ = make_optimizer(o_, model_, peak_lr);
+  parameters_ = model_.parameters();
+  // fp16 scales the loss (GradScaler); fp32 and bf16 keep the scaler's inf/nan check at a
+  // fixed scale of 1, so a non-finite gradient skips the step instead of poisoning weights.
+  LossScalerOptions scaling;
+  if (o_.precision != "fp16") {
+    scaling.init_scale = 1.0;
+    scaling.growth_factor = 1.0;
+    scaling.backoff_factor = 1.0;
+  }
+  scaler_ = std::make_unique<LossScaler>(device_, scaling);
+  if (!o_.checkpoint_dir.empty())
+    checkpoints_ = std::make_unique<CheckpointManager>(o_.checkpoint_dir, o_.keep_checkpoints,
+                                                       task_.lower_is_better() ? "min" : "max");
+
+  TrainPosition start;
+  if (!o_.resume.empty()) {
+    const std::string path = resume_path(o_);
+    if (path.empty()) {
+      progress_.print(str("--resume auto: no checkpoint in ", o_.checkpoint_dir, " yet; starting"));
+    } else {
+      std::vector<std::string> notes;
+      start =
+          restore_training_state(load_checkpoint(path), o_, task_, *optimizer_, *scaler_, &notes);
+      progress_.print(str("resumed from ", path, " at step ", start.step, " (epoch ",
+                          start.epoch + 1, ", batch ", start.batch, ")"));
+      for (const std::string& note : notes) progress_.print(note);
+      last_saved_step_ = start.step;
+    }
+  }
+  step_ = first_step_ = start.step;
+  schedule_->apply(*optimizer_, schedule_position(step_));
+
+  progress_.print(str("training on ", device_.str(), ": ", task_.describe()));
+  progress_.print(str(total_steps_, " steps (", epochs_, " epochs of ", steps_per_epoch_,
+                      "), batch ", o_.batch_size, " x ", o_.accum_steps, " accumulated, peak lr ",
+                      peak_lr, ", metrics in ", metrics_path_));
+  for (int64_t epoch = start.epoch; epoch < epochs_ && !finished() && !result_.stopped_bad;
+       ++epoch) {
+    train_epoch(epoch, epoch == start.epoch ? start.batch : 0);
+    if (result_.stopped_bad || stop_requested_) break;
+    const bool last_epoch = epoch + 1 == epochs_ || step_ >= total_steps_;
+    std::optional<double> metric;
+    if (task_.has_split("val") && ((epoch + 1) % o_.eval_every == 0 || last_epoch)) {
+      result_.last_val = evaluate("val", epoch);
+      metric = result_.last_val.metrics.at(task_.best_metric());
+    }
+    save_checkpoint({step_, epoch + 1, 0}, metric);
+  }
+  progress_.finish();
+  result_.steps = step_;
+  if (!result_.stopped_bad && !stop_requested_ && task_.has_split("test"))
+    result_.test = evaluate("test", epochs_ - 1);
+  return result_;
+}
+
+double Run::schedule_position(int64_t step) const {
+  return schedule_in_steps_ ? double(step) : epoch_position(step, steps_per_epoch_);
+}
+
+void Run::train_epoch(int64_t epoch, int64_t first_batch) {
+  const auto batches = sampler_->epoch_batches(epoch);
+  auto prepare = [&](size_t index) {
+    return std::async(std::launch::async, [this, &batches, index, epoch] {
+      return task_.prepare(batches[index], epoch);
+    });
+  };
+  std::future<HostBatch> next;
+  if (size_t(first_batch) < batches.size()) next = prepare(size_t(first_batch));
+  for (size_t index = size_t(first_batch); index < batches.size() && !finished();) {
+    // One optimizer step over accum_steps micro-batches (fewer at the end of an epoch).
+    const size_t micro = std::min<size_t>(size_t(o_.accum_steps), batches.size() - index);
+    for (size_t m = 0; m < micro; ++m, ++index) {
+      const Clock::time_point wait_start = Clock::now();
+      HostBatch batch = next.get();
+      wait_since_log_ += seconds_since(wait_start);
+      if (index + 1 < batches.size()) next = prepare(index + 1);
+      const Tensor loss = task_.loss(batch, device_);
+      scaler_->scale(loss * (1.0 / double(micro))).backward();
+      track_loss(loss.detach());
+      items_since_log_ += batch.items;
+    }
+    optimizer_step(epoch, index, batches.size());
+    if (result_.stopped_bad) break;
+  }
+  if (next.valid()) next.wait();
+}
+
+// Per micro-batch, on the device: the loss summed for the log, and the run of consecutive
+// non-finite losses (x - x is 0 exactly for finite x).
+void Run::track_loss(const Tensor& loss) {
+  const Tensor value = cast(loss, DType::f32);
+  loss_sum_ = loss_sum_.defined() ? loss_sum_ + value : value;
+  ++losses_summed_;
+  const Tensor bad = cast(ne(value - value, zeros_like(value)), DType::f32);
+  bad_streak_ = bad_streak_.defined() ? (bad_streak_ + 1.0) * bad : bad;
+  worst_bad_streak_ =
+      worst_bad_streak_.defined() ? maximum(worst_bad_streak_, bad_streak_) : bad_streak_;
+}
+
+void Run::optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches) {
+  scaler_->unscale_(parameters_);
+  norm_ = o_.grad_clip > 0 ? clip_grad_norm_(parameters_, o_.grad_clip) : grad_norm(parameters_);
+  optimizer_->step(scaler_->step_scaling(parameters_));
+  scaler_->update();
+  optimizer_->zero_grad();
+  ++step_;
+  schedule_->apply(*optimizer_, schedule_position(step_));
+
+  const int64_t step_in_epoch = (int64_t(next_batch) + o_.accum_steps - 1) / o_.accum_steps;
+  const bool epoch_end = next_batch == epoch_batches;
+  if (step_ % o_.log_every == 0 || step_ == total_steps_ || epoch_end)
+    log_point(epoch, step_in_epoch);
+  if (result_.stopped_bad) return;
+  const TrainPosition position = epoch_end ? TrainPosition{step_, epoch + 1, 0}
+                                           : TrainPosition{step_, epoch, int64_t(next_batch)};
+  if (o_.stop_after > 0 && step_ >= o_.stop_after && step_ < total_steps_) {
+    save_checkpoint(position, std::nullopt);
+    progress_.print(str("stopped after step ", step_, " (--stop-after); continue with --resume"));
+    stop_requested_ = true;
+  } else if (o_.checkpoint_every > 0 && step_ % o_.checkpoint_every == 0 && !epoch_end) {
+    save_checkpoint(position, std::nullopt);
+  }
+}
+
+void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
+  const double loss = loss_sum_.item() / double(std::max<int64_t>(losses_summed_, 1));
+  const double elapsed = std::max(seconds_since(log_start_), 1e-9);
+  const double rate = double(items_since_log_) / elapsed;
+  const double wait_share = wait_since_log_ / elapsed;
+  const double lr = optimizer_->lr(0);
+  const double scale = scaler_->scale_value();
+  nlohmann::ordered_json record{{"event", "train"},
+                                {"epoch", epoch},
+                                {"step", step_},
+                                {"loss", loss},
+                                {"lr", lr},
+                                {"grad_norm", norm_.item()},
+                                {"loss_scale", scale},
+                                {"items_per_s", rate},
+                                {"data_wait", wait_share},
+                                {"elapsed_s", seconds_since(run_start_)}};
+  const MemoryStats memory =
+      device_.is_cuda() ? cuda_memory_stats(device_.index) : cpu_memory_stats();
+  record["memory_bytes"] = memory.allocated_bytes;
+  record["peak_memory_bytes"] = memory.peak_allocated_bytes;
+  metrics_.write(record);
+  const double run_seconds = seconds_since(run_start_);
+  progress_.update(
+      {.epoch = epoch,
+       .epochs = epochs_,
+       .step_in_epoch = step_in_epoch,
+       .steps_in_epoch = steps_per_epoch_,
+       .step = step_,
+       .total_steps = total_steps_,
+       .loss = loss,
+       .lr = lr,
+       .items_per_second = rate,
+       .item_name = task_.item_name(),
+       .data_wait_share = wait_share,
+       .eta_seconds = run_seconds / double(step_ - first_step_) * double(total_steps_ - step_)});
+  const int64_t worst = int64_t(worst_bad_streak_.item());
+  if (worst >= o_.max_bad_steps) {
+    progress_.finish();
+    progress_.print(str(
+        "training stopped: the loss was not finite for ", worst,
+        " consecutive steps (--max-bad-steps ", o_.max_bad_steps, ") at step ", step_, "; ",
+        result_.last_checkpoint.empty() ? std::string("no checkpoint was written")
+                                        : "the last good checkpoint is " + result_.last_checkpoint,
+        ". Try a lower --lr, --grad-clip, or --precision fp32."));
+    metrics_.write({{"event", "stopped"}, {"step", step_}, {"reason", "non-finite loss"}});
+    result_.stopped_bad = true;
+  }
+  loss_sum_ = Tensor();
+  worst_bad_streak_ = bad_streak_;
+  losses_summed_ = 0;
+  items_since_log_ = 0;
+  wait_since_log_ = 0;
+  log_start_ = Clock::now();
+}
+
+EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
+  EvalResult eval = task_.evaluate(split, device_);
+  nlohmann::ordered_json record{
+      {"event", "eval"}, {"split", split}, {"epoch", epoch}, {"step", step_}};
+  for (const auto& [name, value] : eval.metrics) record[name] = value;
+  record["elapsed_s"] = seconds_since(run_start_);
+  metrics_.write(record);
+  if (epoch >= 0)
+    progress_.print(str("epoch ", epoch + 1, " ", split, ": ", format_metrics(eval.metrics), "  (",
+                        format_duration(seconds_since(run_start_)), " elapsed)"));
+  return eval;
+}
+
+void Run::save_checkpoint(const TrainPosition& position, std::optional<double> metric) {
+  if (!checkpoints_ || last_saved_step_ == position.step) return;
+  // Only good checkpoints: none while the loss is non-finite (the weights are then those of
+  // the last good step anyway, and resuming into the NaN run would help no one).
+  if (bad_streak_.defined() && bad_streak_.item() > 0) return;
+  result_.last_checkpoint = checkpoints_->save(
+      capture_training_state(o_, task_, *optimizer_, *scaler_, position), position.step, metric);
+  last_saved_step_ = position.step;
+  metrics_.write(
+      {{"event", "checkpoint"}, {"step", position.step}, {"path", result_.last_checkpoint}});
+}
+
 }  // namespace
 
-TrainResult run_training(const TrainerOptions& o, Task& task, Device device) {
-  Module& model = task.model();
-  const std::string metrics_path = !o.metrics.empty()          ? o.metrics
-                                   : !o.checkpoint_dir.empty() ? o.checkpoint_dir + "/metrics.jsonl"
-                                                               : std::string("metrics.jsonl");
-  MetricsLog metrics(metrics_path, !o.resume.empty());
-  // Off a terminal, about four lines an epoch (at log points).
-  const int64_t log_lines_every =
-      std::max<int64_t>(1, (task.train_items() / o.batch_size / o.accum_steps / 4) / o.log_every) *
-      o.log_every;
-  Progress progress(o.progress, log_lines_every);
-  if (!o.init_from.empty()) progress.print(init_from_weights(model, o.init_from));
-  model.to(device);
-  cast_for_precision(model, compute_dtype(o.precision));
-  model.train();
-  TrainResult result;
-  const Clock::time_point run_start = Clock::now();
-  auto evaluate = [&](const std::string& split, int64_t epoch, int64_t step) {
-    EvalResult eval = task.evaluate(split, device);
-    nlohmann::ordered_json record{{"event", "eval"}, {"split", split}, {"epoch", epoch},
-                                  {"step", step}};
-    for (const auto& [name, value] : eval.metrics) record[name] = value;
-    record["elapsed_s"] = seconds_since(run_start);
-    metrics.write(record);
-    return eval;
-  };
-  if (o.eval_only) {
-    progress.print(str("evaluating on ", device.str(), ": ", task.describe()));
-    if (task.has_split("val")) result.last_val = evaluate("val", -1, 0);
-    if (task.has_split("test")) result.test = evaluate("test", -1, 0);
-    return result;
-  }
-
-  const std::vector<int64_t> lengths = task.train_lengths();
-  const int64_t batches_per_epoch = (task.train_items() + o.batch_size - 1) / o.batch_size;
-  const int64_t steps_per_epoch = (batches_per_epoch + o.accum_steps - 1) / o.accum_steps;
-  const int64_t total_steps = o.max_steps > 0 ? o.max_steps : steps_per_epoch * o.epochs;
-  const int64_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
-  const int64_t global_batch = o.batch_size * o.accum_steps;
-  const double peak_lr =
-      scale_lr(o.lr, global_batch, o.reference_batch, parse_lr_scaling_rule(o.lr_scaling));
-  const bool in_steps = o.schedule_unit == "steps";
-  const LrSchedule schedule =
-      make_schedule(o, peak_lr, in_steps ? double(total_steps) : double(epochs));
-  auto position = [&](int64_t step) {
-    return in_steps ? double(step) : epoch_position(step, steps_per_epoch);
-  };
-  std::unique_ptr<Optimizer> optimizer = make_optimizer(o, model, peak_lr);
-  schedule.apply(*optimizer, position(0));
-  const std::vector<Tensor> parameters = model.parameters();
-
-  progress.print(str("training on ", device.str(), ": ", task.describe()));
-  progress.print(str(total_steps, " steps (", epochs, " epochs of ", steps_per_epoch, "), batch ",
-                     o.batch_size, " x ", o.accum_steps, " accumulated, peak lr ", peak_lr,
-                     ", metrics in ", metrics_path));
-
-  int64_t step = 0;
-  double wait_seconds = 0;
-  int64_t items_since_log = 0;
-  Clock::time_point log_start = Clock::now();
-  double wait_since_log = 0;
-  Tensor loss_sum;  // on the device: the host reads it only at log points
-  int64_t losses_summed = 0;
-  Tensor norm;
-
-  for (int64_t epoch = 0; epoch < epochs && step < total_steps; ++epoch) {
-    const auto batches = length_bucketed_batches(lengths, o.batch_size, o.seed, epoch, o.sortagrad);
-    auto prepare = [&](size_t index) {
-      return std::async(std::launch::async, [&task, &batches, index, epoch] {
-        return task.prepare(batches[index], epoch);
-      });
-    };
-    std::future<HostBatch> next = prepare(0);
-    for (size_t index = 0; index < batches.size() && step < total_steps;) {
-      // One optimizer step over accum_steps micro-batches (fewer at the end of an epoch).
-      const size_t micro = std::min<size_t>(size_t(o.accum_steps), batches.size() - index);
-      for (size_t m = 0; m < micro; ++m, ++index) {
-        const Clock::time_point wait_start = Clock::now();
-        HostBatch batch = next.get();
-        const double waited = seconds_since(wait_start);
-        wait_seconds += waited;
-        wait_since_log += waited;
-        if (index + 1 < batches.size()) next = prepare(index + 1);
-        Tensor loss = task.loss(batch, device);
-        (loss * (1.0 / double(micro))).backward();
-        const Tensor detached = loss.detach();
-        loss_sum = loss_sum.defined() ? loss_sum + detached : detached;
-        ++losses_summed;
-        items_since_log += batch.items;
-      }
-      norm = o.grad_clip > 0 ? clip_grad_norm_(parameters, o.grad_clip) : grad_norm(parameters);
-      optimizer->step();
-      optimizer->zero_grad();
-      ++step;
-      schedule.apply(*optimizer, position(step));
-
-      const int64_t step_in_epoch = int64_t(index + o.accum_steps - 1) / o.accum_steps;
-      if (step % o.log_every == 0 || step == total_steps || index == batches.size()) {
-        const double loss_value = loss_sum.item() / double(losses_summed);
-        const double elapsed = seconds_since(log_start);
-        const double rate = double(items_since_log) / std::max(elapsed, 1e-9);
-        const double eta = seconds_since(run_start) / double(step) * double(total_steps - step);
-        nlohmann::ordered_json record{{"event", "train"},
-                                      {"epoch", epoch},
-                                      {"step", step},
-                                      {"loss", loss_value},
-                                      {"lr", optimizer->lr(0)},
-                                      {"grad_norm", norm.item()},
-                                      {"items_per_s", rate},
-                                      {"data_wait", wait_since_log / std::max(elapsed, 1e-9)},
-                                      {"elapsed_s", seconds_since(run_start)}};
-        metrics.write(record);
-        progress.update({.epoch = epoch,
-                         .epochs = epochs,
-                         .step_in_epoch = step_in_epoch,
-                         .steps_in_epoch = steps_per_epoch,
-                         .step = step,
-                         .total_steps = total_steps,
-                         .loss = loss_value,
-                         .lr = optimizer->lr(0),
-                         .items_per_second = rate,
-                         .item_name = task.item_name(),
-                         .data_wait_share = wait_since_log / std::max(elapsed, 1e-9),
-                         .eta_seconds = eta});
-        loss_sum = Tensor();
-        losses_summed = 0;
-        items_since_log = 0;
-        wait_since_log = 0;
-        log_start = Clock::now();
-      }
-    }
-    if (next.valid()) next.wait();
-
-    const bool last_epoch = epoch + 1 == epochs || step >= total_steps;
-    if (task.has_split("val") && ((epoch + 1) % o.eval_every == 0 || last_epoch)) {
-      result.last_val = task.evaluate("val", device);
-      nlohmann::ordered_json record{
-          {"event", "eval"}, {"split", "val"}, {"epoch", epoch}, {"step", step}};
-      for (const auto& [name, value] : result.last_val.metrics) record[name] = value;
-      record["elapsed_s"] = seconds_since(run_start);
-      metrics.write(record);
-      progress.print(str("epoch ", epoch + 1, " val: ", format_metrics(result.last_val.metrics),
-                         "  (", format_duration(seconds_since(run_start)), " elapsed)"));
-    }
-  }
-  progress.finish();
-  result.steps = step;
-  if (task.has_split("test")) result.test = evaluate("test", epochs - 1, step);
-  return result;
+TrainResult run_training(const TrainerOptions& options, Task& task, Device device) {
+  Run run(options, task, device);
+  return options.eval_only ? run.evaluate_only() : run.train();
 }
 
 }  // namespace sonata

@@ -44,15 +44,9 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
       ->group(data);
   app.add_option("--val", o.val_manifest, "validation manifest")->group(data);
   app.add_option("--test", o.test_manifest, "test manifest, evaluated after training")->group(data);
-  app.add_option("--sample-rate", o.sample_rate, "audio is resampled to this rate")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--n-fft", o.n_fft, "STFT size")->capture_default_str()->group(data);
-  app.add_option("--hop-length", o.hop_length, "STFT hop")->capture_default_str()->group(data);
-  app.add_option("--n-mels", o.n_mels, "mel bands")->capture_default_str()->group(data);
-  app.add_option("--normalize", o.normalize,
-                 "log-mel normalisation: none | utterance | per_feature")
-      ->capture_default_str()
+  add_feature_flags(app, o.features, "Features");
+  app.add_option("--feature-cache", o.feature_cache,
+                 "ASR: a featurize cache of the manifests (same feature flags)")
       ->group(data);
   app.add_option("--slice-seconds", o.slice_seconds, "classification: seconds per slice")
       ->capture_default_str()
@@ -78,6 +72,9 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
       ->capture_default_str()
       ->group(data);
   app.add_flag("--sortagrad", o.sortagrad, "ASR: first epoch in ascending length order")
+      ->group(data);
+  app.add_flag("--class-balanced", o.class_balanced,
+               "classification: draw items with weights inverse to their class's frequency")
       ->group(data);
   app.add_option("--workers", o.workers, "threads preparing features and batches")
       ->capture_default_str()
@@ -244,11 +241,11 @@ void TrainerOptions::check() const {
                "--precision ", precision,
                " runs on a GPU only; use --device cuda or --precision fp32");
   SONATA_CHECK(max_bad_steps > 0, "--max-bad-steps must be positive");
-  SONATA_CHECK(one_of(normalize, {"none", "utterance", "per_feature"}),
-               "--normalize must be none, utterance or per_feature, got '", normalize, "'");
-  SONATA_CHECK(sample_rate > 0 && n_fft > 0 && hop_length > 0 && n_mels > 0,
-               "--sample-rate, --n-fft, --hop-length and --n-mels must be positive");
+  features.config();  // throws naming a bad feature flag
+  SONATA_CHECK(feature_cache.empty() || is_asr(), "--feature-cache applies to --model ds2 only");
   SONATA_CHECK(!spec_augment || is_asr(), "--spec-augment applies to --model ds2 only");
+  SONATA_CHECK(!sortagrad || is_asr(), "--sortagrad applies to --model ds2 only");
+  SONATA_CHECK(!class_balanced || !is_asr(), "--class-balanced applies to --model vgg19_bn only");
   SONATA_CHECK(workers >= 1, "--workers must be at least 1");
   SONATA_CHECK(device == "auto" || device == "cpu" || device.rfind("cuda", 0) == 0,
                "--device must be auto, cpu, cuda or cuda:N, got '", device, "'");
@@ -278,11 +275,7 @@ std::string TrainerOptions::to_json() const {
   json["val"] = val_manifest;
   json["test"] = test_manifest;
   json["vocabulary"] = vocabulary;
-  json["sample-rate"] = sample_rate;
-  json["n-fft"] = n_fft;
-  json["hop-length"] = hop_length;
-  json["n-mels"] = n_mels;
-  json["normalize"] = normalize;
+  json["features"] = describe(features.config());
   json["slice-seconds"] = slice_seconds;
   json["image-height"] = image_height;
   json["image-width"] = image_width;
@@ -320,6 +313,7 @@ std::string TrainerOptions::to_json() const {
   json["seed"] = seed;
   json["deterministic"] = deterministic;
   json["sortagrad"] = sortagrad;
+  json["class-balanced"] = class_balanced;
   json["device"] = device;
   return json.dump();
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/feature_flags.h"
+
 namespace CLI {
 class App;
 }
@@ -20,12 +22,10 @@ struct TrainerOptions {
   std::string train_manifest, val_manifest, test_manifest;
   std::string vocabulary;  // ASR: a vocabulary file; default blank, space, ', a-z
 
-  // Features (torchaudio's names; see data/features/feature_config.h).
-  int64_t sample_rate = 16000;
-  int64_t n_fft = 400;
-  int64_t hop_length = 160;
-  int64_t n_mels = 80;
-  std::string normalize = "utterance";  // none | utterance | per_feature
+  // Features (torchaudio's names; see data/features/feature_config.h). Classification
+  // takes its sample rate and STFT from here and draws dB images of image_height bands.
+  FeatureFlags features;
+  std::string feature_cache;  // ASR: features precomputed by `featurize` with the same flags
   // Classification images: dB mel of fixed-length slices, resized to image_size.
   double slice_seconds = 3.0;
   int64_t image_height = 128, image_width = 128;
@@ -65,6 +65,7 @@ struct TrainerOptions {
   int64_t workers = 2;          // threads preparing batches and features
   std::string device = "auto";  // auto | cpu | cuda | cuda:N
   bool sortagrad = false;
+  bool class_balanced = false;  // classification: sample classes equally often
 
   // Checkpoints and evaluation.
   std::string checkpoint_dir;
@@ -72,8 +73,8 @@ struct TrainerOptions {
   int64_t checkpoint_every = 0;  // steps between checkpoints; 0: at epoch ends only
   int64_t stop_after = 0;  // > 0: end this run after that many steps in all (checkpointed), as
                            // a preempted job would; the schedule still spans the whole run
-  std::string resume;     // "auto" (the newest in checkpoint_dir), or a checkpoint folder
-  std::string init_from;  // weights (.safetensors) to start from, e.g. ImageNet VGG19_BN
+  std::string resume;      // "auto" (the newest in checkpoint_dir), or a checkpoint folder
+  std::string init_from;   // weights (.safetensors) to start from, e.g. ImageNet VGG19_BN
   bool eval_only = false;
   int64_t eval_every = 1;  // epochs
   int64_t beam_width = 8;  // ASR: the beam search's width; 0 skips the beam figures

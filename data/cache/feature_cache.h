@@ -1,0 +1,66 @@
+#pragma once
+// A feature cache on disk: one .npy per clip ([frames, n_mels], f32 or f16), named after the
+// clip's path relative to its manifest's folder with ".npy" appended (a/b.wav ->
+// DIR/a/b.wav.npy, so a.wav and a.flac never collide; ".." steps become "_up_"), and
+// DIR/index.json holding describe() of the FeatureConfig, its hash, the dtype and every clip
+// with its frame count. Clips are written atomically (temporary file + rename) and the index
+// last, so an interrupted run resumes where it stopped and a cache without an index is
+// never taken for a finished one.
+//
+// Readers memory-map the clips (engine/io/npy.h map_npy) and refuse a cache made with other
+// feature parameters, naming each differing field.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "data/features/feature_config.h"
+#include "engine/tensor.h"
+
+namespace sonata {
+
+struct FeaturizeOptions {
+  DType dtype = DType::f32;  // f32 or f16
+  int64_t workers = 1;
+  // Called from worker threads (serialised) after each clip: clips done, of total.
+  std::function<void(int64_t done, int64_t total)> progress;
+};
+
+struct FeaturizeSummary {
+  int64_t written = 0, reused = 0;  // reused: already in the cache from an earlier run
+  double seconds_of_audio = 0;      // of the clips written
+};
+
+// The cache file of a clip, relative to the cache folder.
+std::string cache_file_name(const std::string& clip_path, const std::string& manifest_folder);
+
+// Featurises `clip_paths` (as a manifest resolves them) into `cache_folder`.
+FeaturizeSummary featurize_clips(const std::vector<std::string>& clip_paths,
+                                 const std::string& manifest_folder, const FeatureConfig& config,
+                                 const std::string& cache_folder, const FeaturizeOptions& options);
+
+class FeatureCache {
+ public:
+  // Opens DIR/index.json; a cache of another FeatureConfig is refused naming the fields that
+  // differ (e.g. "n_mels: cache 64, wanted 80").
+  FeatureCache(const std::string& cache_folder, const FeatureConfig& expected);
+
+  bool contains(const std::string& clip_path, const std::string& manifest_folder) const;
+  // The clip's features, memory-mapped: [frames, n_mels] in the cache's dtype. Throws naming
+  // the clip and the cache when the clip is not in it.
+  Tensor features(const std::string& clip_path, const std::string& manifest_folder) const;
+  DType dtype() const { return dtype_; }
+  int64_t size() const { return int64_t(frames_.size()); }
+
+ private:
+  std::string folder_;
+  DType dtype_ = DType::f32;
+  std::map<std::string, int64_t> frames_;  // cache file name -> frames
+};
+
+// "field: a -> b" for each field where two describe() texts differ.
+std::vector<std::string> feature_config_differences(const std::string& described_a,
+                                                    const std::string& described_b);
+
+}  // namespace sonata

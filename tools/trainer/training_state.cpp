@@ -1,0 +1,88 @@
+#include "tools/trainer/training_state.h"
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "engine/nn/state_dict.h"
+#include "engine/random.h"
+
+namespace sonata {
+namespace {
+
+constexpr const char* kScalerPrefix = "scaler.";
+
+// Options that may change between a run and its resume without changing what is trained.
+bool is_run_only_option(const std::string& key) {
+  return key == "device" || key == "progress" || key == "metrics" || key == "log-every";
+}
+
+}  // namespace
+
+TrainingState capture_training_state(const TrainerOptions& options, Task& task,
+                                     const Optimizer& optimizer, const LossScaler& scaler,
+                                     const TrainPosition& position) {
+  TrainingState state;
+  state.model = task.model().state_dict();
+  state.optimizer = optimizer.state_dict();
+  state.scalars["step"] = double(position.step);
+  state.scalars["epoch"] = double(position.epoch);
+  state.scalars["batch"] = double(position.batch);
+  for (const auto& [key, value] : scaler.state_dict()) state.scalars[kScalerPrefix + key] = value;
+  state.texts = task.checkpoint_texts();
+  state.texts["model"] = options.model;
+  state.texts["config"] = options.to_json();
+  state.texts["generator.seed"] = std::to_string(default_generator().seed());
+  state.texts["generator.offset"] = std::to_string(default_generator().offset());
+  return state;
+}
+
+TrainPosition restore_training_state(const TrainingState& state, const TrainerOptions& options,
+                                     Task& task, Optimizer& optimizer, LossScaler& scaler,
+                                     std::vector<std::string>* notes) {
+  std::map<std::string, std::string> expected = task.checkpoint_texts();
+  expected["model"] = options.model;
+  check_compatible(state, task.model().state_dict(), expected);
+
+  load_state_dict(task.model(), state.model);
+  optimizer.load_state_dict(state.optimizer);
+  std::map<std::string, double> scaler_state;
+  for (const auto& [key, value] : state.scalars)
+    if (key.rfind(kScalerPrefix, 0) == 0) scaler_state[key.substr(7)] = value;
+  scaler.load_state_dict(scaler_state);
+
+  auto scalar = [&](const char* key) {
+    const auto found = state.scalars.find(key);
+    SONATA_CHECK(found != state.scalars.end(), "the checkpoint has no '", key,
+                 "' (it was not written by the trainer)");
+    return int64_t(found->second);
+  };
+  auto text = [&](const char* key) -> const std::string& {
+    const auto found = state.texts.find(key);
+    SONATA_CHECK(found != state.texts.end(), "the checkpoint has no '", key,
+                 "' (it was not written by the trainer)");
+    return found->second;
+  };
+  default_generator() = Generator(std::stoull(text("generator.seed")));
+  default_generator().set_offset(std::stoull(text("generator.offset")));
+
+  const auto before = nlohmann::json::parse(text("config"));
+  const auto now = nlohmann::json::parse(options.to_json());
+  for (const auto& [key, value] : now.items()) {
+    if (is_run_only_option(key)) continue;
+    const auto old = before.find(key);
+    if (old == before.end())
+      notes->push_back(
+          str("resumed run sets --", key, " ", value.dump(), " (not in the checkpoint)"));
+    else if (*old != value)
+      notes->push_back(
+          str("resumed run changes --", key, " from ", old->dump(), " to ", value.dump()));
+  }
+  return {scalar("step"), scalar("epoch"), scalar("batch")};
+}
+
+std::string resume_path(const TrainerOptions& options) {
+  if (options.resume != "auto") return options.resume;
+  return latest_checkpoint(options.checkpoint_dir);
+}
+
+}  // namespace sonata

@@ -1,0 +1,39 @@
+#pragma once
+// What a trainer checkpoint holds besides the weights, and how a run continues from it:
+// the optimizer's state, the loss scaler, the position (optimizer step, epoch, next batch of
+// that epoch: the sampler is a pure function of the epoch, so this is its whole state), the
+// default generator's offset, the full option set as JSON, and the vocabulary or label map.
+// A checkpoint of another model or vocabulary is refused with the differences named.
+#include <cstdint>
+#include <string>
+
+#include "engine/amp/loss_scaler.h"
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/optim/optimizer.h"
+#include "tools/trainer/task.h"
+#include "tools/trainer/trainer_options.h"
+
+namespace sonata {
+
+struct TrainPosition {
+  int64_t step = 0;   // optimizer steps done
+  int64_t epoch = 0;  // the epoch the next batch belongs to
+  int64_t batch = 0;  // the next batch's index within that epoch
+};
+
+TrainingState capture_training_state(const TrainerOptions& options, Task& task,
+                                     const Optimizer& optimizer, const LossScaler& scaler,
+                                     const TrainPosition& position);
+
+// Loads `state` into the model, optimizer and scaler (after checking it fits them) and
+// returns where to continue. `notes` receives a line per option that differs from the run
+// that wrote the checkpoint (a changed --lr is allowed, and said).
+TrainPosition restore_training_state(const TrainingState& state, const TrainerOptions& options,
+                                     Task& task, Optimizer& optimizer, LossScaler& scaler,
+                                     std::vector<std::string>* notes);
+
+// The checkpoint --resume names: "auto" is the newest in --checkpoint-dir ("" when there is
+// none yet, so a preemptible job can always pass --resume auto).
+std::string resume_path(const TrainerOptions& options);
+
+}  // namespace sonata
