@@ -11,6 +11,7 @@
 // later, whose 10-bit mantissa would break parity with the CPU reference; f64 is plain.
 #include "kernels/cuda/conv.h"
 
+#include "base/determinism.h"
 #include "base/error.h"
 #include "base/nvtx.h"
 
@@ -175,6 +176,7 @@ Choice choose(ConvPlan& plan, ConvPass pass, Heuristics heuristics, Workspace wo
     const Perf& candidate = perf[size_t(i)];
     if (candidate.status != CUDNN_STATUS_SUCCESS || !math_allowed(plan.types, candidate.mathType))
       continue;
+    if (deterministic_algorithms() && candidate.determinism != CUDNN_DETERMINISTIC) continue;
     const cudnnMathType_t math =
         plan.types.math == CUDNN_TENSOR_OP_MATH ? candidate.mathType : plan.types.math;
     CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
@@ -183,7 +185,8 @@ Choice choose(ConvPlan& plan, ConvPass pass, Heuristics heuristics, Workspace wo
       continue;
     return {true, int(candidate.algo), bytes};
   }
-  throw Error(str("sonata::cuda::conv2d: cuDNN offers no ", pass_name(pass),
+  throw Error(str("sonata::cuda::conv2d: cuDNN offers no ",
+                  deterministic_algorithms() ? "deterministic " : "", pass_name(pass),
                   " algorithm for this shape within the ", kWorkspaceCap >> 20,
                   " MiB workspace cap"));
 }

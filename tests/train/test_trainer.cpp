@@ -347,7 +347,8 @@ class PoisonedTask : public Task {
   Tensor loss(const HostBatch& batch, Device) override {
     return sum(model_.weight * batch.tensors[0]) * (1.0 / 4.0);
   }
-  EvalResult evaluate(const std::string&, Device) override { return {}; }
+  EvalCounts evaluate(const std::string&, Device, int64_t, int64_t) override { return {}; }
+  EvalResult summarize(const EvalCounts&) const override { return {}; }
   bool has_split(const std::string&) const override { return false; }
   std::string best_metric() const override { return "loss"; }
   bool lower_is_better() const override { return true; }

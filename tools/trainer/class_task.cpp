@@ -165,20 +165,25 @@ Tensor ClassTask::loss(const HostBatch& batch, Device device) {
   return cross_entropy(cast(logits, DType::f32), batch.tensors[1].to(device, true));
 }
 
-EvalResult ClassTask::evaluate(const std::string& name, Device device) {
+EvalCounts ClassTask::evaluate(const std::string& name, Device device, int64_t rank,
+                               int64_t world) {
   const ImageSplit& data = split(name);
-  const int64_t count = int64_t(data.images.size());
   const int64_t classes = labels_.size();
+  // Whole tracks per rank (tracks rank, rank + world, ...), so each vote sees all its slices.
+  std::vector<int64_t> mine;
+  for (int64_t i = 0; i < int64_t(data.images.size()); ++i)
+    if (data.tracks[size_t(i)] % world == rank) mine.push_back(i);
   NoGradGuard no_grad;
   model_->eval();
-  std::vector<int64_t> predicted(static_cast<size_t>(count));
   std::vector<double> track_scores(size_t(data.track_count * classes), 0.0);
   std::vector<int64_t> track_votes(size_t(data.track_count * classes), 0);
+  std::vector<int64_t> confusion(size_t(classes * classes), 0);  // [true][predicted]
   double loss_sum = 0;
+  int64_t correct = 0;
   const int64_t eval_batch = std::max<int64_t>(options_.batch_size, 16);
-  for (int64_t start = 0; start < count; start += eval_batch) {
-    std::vector<int64_t> items(static_cast<size_t>(std::min(eval_batch, count - start)));
-    std::iota(items.begin(), items.end(), start);
+  for (size_t start = 0; start < mine.size(); start += size_t(eval_batch)) {
+    const std::vector<int64_t> items(
+        mine.begin() + start, mine.begin() + std::min(mine.size(), start + size_t(eval_batch)));
     const HostBatch batch = batch_of(data, items);
     const Tensor images = batch.tensors[0].to(device, true).to(compute_dtype_);
     const Tensor logits = cast(model_->forward(images), DType::f32);
@@ -190,27 +195,22 @@ EvalResult ClassTask::evaluate(const std::string& name, Device device) {
     for (size_t n = 0; n < items.size(); ++n) {
       const double* row = probabilities.data() + n * size_t(classes);
       const int64_t best = int64_t(std::max_element(row, row + classes) - row);
-      const int64_t item = items[n];
-      predicted[size_t(item)] = best;
-      const int64_t track = data.tracks[size_t(item)];
+      const int64_t label = data.labels[size_t(items[n])];
+      correct += best == label;
+      ++confusion[size_t(label * classes + best)];
+      const int64_t track = data.tracks[size_t(items[n])];
       ++track_votes[size_t(track * classes + best)];
       for (int64_t c = 0; c < classes; ++c) track_scores[size_t(track * classes + c)] += row[c];
     }
   }
   model_->train();
 
-  std::vector<int64_t> confusion(size_t(classes * classes), 0);  // [true][predicted]
-  int64_t correct = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    correct += predicted[size_t(i)] == data.labels[size_t(i)];
-    ++confusion[size_t(data.labels[size_t(i)] * classes + predicted[size_t(i)])];
-  }
   // Majority vote per track; a tie goes to the class with the larger summed probability.
   std::vector<int64_t> track_label(size_t(data.track_count), -1);
-  for (int64_t i = 0; i < count; ++i)
-    track_label[size_t(data.tracks[size_t(i)])] = data.labels[size_t(i)];
-  int64_t tracks_correct = 0;
-  for (int64_t t = 0; t < data.track_count; ++t) {
+  for (const int64_t i : mine) track_label[size_t(data.tracks[size_t(i)])] = data.labels[size_t(i)];
+  int64_t tracks = 0, tracks_correct = 0;
+  for (int64_t t = rank; t < data.track_count; t += world) {
+    if (track_label[size_t(t)] < 0) continue;
     int64_t best = 0;
     for (int64_t c = 1; c < classes; ++c) {
       const int64_t votes = track_votes[size_t(t * classes + c)];
@@ -220,14 +220,29 @@ EvalResult ClassTask::evaluate(const std::string& name, Device device) {
            track_scores[size_t(t * classes + c)] > track_scores[size_t(t * classes + best)]))
         best = c;
     }
+    ++tracks;
     tracks_correct += best == track_label[size_t(t)];
   }
 
+  EvalCounts counts;
+  counts.sums = {{"slices", double(mine.size())},
+                 {"loss_sum", loss_sum},
+                 {"correct", double(correct)},
+                 {"tracks", double(tracks)},
+                 {"tracks_correct", double(tracks_correct)}};
+  for (int64_t t = 0; t < classes; ++t)
+    for (int64_t c = 0; c < classes; ++c)
+      counts.sums[str("confusion.", t, ".", c)] = double(confusion[size_t(t * classes + c)]);
+  return counts;
+}
+
+EvalResult ClassTask::summarize(const EvalCounts& totals) const {
+  const auto& sum = totals.sums;
+  const int64_t classes = labels_.size();
   EvalResult result;
-  result.metrics["loss"] = loss_sum / double(std::max<int64_t>(count, 1));
-  result.metrics["accuracy"] = double(correct) / double(std::max<int64_t>(count, 1));
-  result.metrics["track_accuracy"] =
-      double(tracks_correct) / double(std::max<int64_t>(data.track_count, 1));
+  result.metrics["loss"] = sum.at("loss_sum") / std::max(sum.at("slices"), 1.0);
+  result.metrics["accuracy"] = sum.at("correct") / std::max(sum.at("slices"), 1.0);
+  result.metrics["track_accuracy"] = sum.at("tracks_correct") / std::max(sum.at("tracks"), 1.0);
   size_t label_width = 4;
   for (const std::string& label : labels_.labels())
     label_width = std::max(label_width, label.size());
@@ -247,7 +262,7 @@ EvalResult ClassTask::evaluate(const std::string& name, Device device) {
     line = str("  ", index, " ", line);
     for (int64_t c = 0; c < classes; ++c) {
       char cell[24];
-      std::snprintf(cell, sizeof cell, "%5lld", (long long)confusion[size_t(t * classes + c)]);
+      std::snprintf(cell, sizeof cell, "%5lld", (long long)sum.at(str("confusion.", t, ".", c)));
       line += cell;
     }
     result.report.push_back(line);

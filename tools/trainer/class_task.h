@@ -39,7 +39,9 @@ class ClassTask : public Task {
   std::vector<int64_t> train_labels() const override { return train_.labels; }
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override;
   Tensor loss(const HostBatch& batch, Device device) override;
-  EvalResult evaluate(const std::string& split, Device device) override;
+  EvalCounts evaluate(const std::string& split, Device device, int64_t rank,
+                      int64_t world) override;
+  EvalResult summarize(const EvalCounts& totals) const override;
   bool has_split(const std::string& split) const override;
   std::string best_metric() const override { return "accuracy"; }
   bool lower_is_better() const override { return false; }

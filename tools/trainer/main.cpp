@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/determinism.h"
 #include "base/error.h"
 #include "engine/device.h"
 #include "engine/random.h"
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
     SONATA_CHECK(options.precision == "fp32" || device.is_cuda(), "--precision ", options.precision,
                  " needs a GPU and none was found; use --precision fp32");
     sonata::manual_seed(options.seed);
+    sonata::set_deterministic_algorithms(options.deterministic);
     std::unique_ptr<sonata::Task> task;
     if (options.is_asr()) {
       task = std::make_unique<sonata::SpeechTask>(

@@ -178,12 +178,14 @@ Tensor SpeechTask::loss(const HostBatch& batch, Device device) {
                               ctc_options());
 }
 
-EvalResult SpeechTask::evaluate(const std::string& name, Device device) {
+EvalCounts SpeechTask::evaluate(const std::string& name, Device device, int64_t rank,
+                                int64_t world) {
   const SpeechSplit& data = split(name);
   const int64_t count = int64_t(data.features.size());
-  // Longest first, so padding is small and the first batch shows the memory peak.
-  std::vector<int64_t> order(static_cast<size_t>(count));
-  std::iota(order.begin(), order.end(), 0);
+  // This rank's clips, longest first, so padding is small and the first batch shows the
+  // memory peak.
+  std::vector<int64_t> order;
+  for (int64_t i = rank; i < count; i += world) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return data.features[size_t(a)].size(0) > data.features[size_t(b)].size(0);
   });
@@ -191,16 +193,17 @@ EvalResult SpeechTask::evaluate(const std::string& name, Device device) {
   NoGradGuard no_grad;
   model_->eval();
   ErrorRate greedy_rate, beam_rate;
-  std::vector<std::string> greedy_text(static_cast<size_t>(count)), beam_text(greedy_text);
+  std::map<int64_t, std::pair<std::string, std::string>> shown;  // first clips: greedy, beam
   double loss_sum = 0;
   const int64_t eval_batch = std::max<int64_t>(options_.batch_size, 16);
-  for (int64_t start = 0; start < count; start += eval_batch) {
+  const int64_t mine = int64_t(order.size());
+  for (int64_t start = 0; start < mine; start += eval_batch) {
     const std::vector<int64_t> items(order.begin() + start,
-                                     order.begin() + std::min(count, start + eval_batch));
+                                     order.begin() + std::min(mine, start + eval_batch));
     const HostBatch batch = batch_of(data, items, 0, false);
     const Tensor input = batch.tensors[0].to(device, true).to(compute_dtype_);
     Ds2Output out = model_->forward(input, batch.tensors[1]);
-    // Per-clip losses divided by their target lengths, averaged over the whole split below.
+    // Per-clip losses divided by their target lengths (the mean reduction's weighting).
     CtcOptions none_options = ctc_options();
     none_options.reduction = Reduction::none;
     const Tensor losses =
@@ -219,30 +222,50 @@ EvalResult SpeechTask::evaluate(const std::string& name, Device device) {
                               {.blank = Vocabulary::kBlank, .beam_width = options_.beam_width});
     for (size_t n = 0; n < items.size(); ++n) {
       const size_t item = size_t(items[n]);
-      greedy_text[item] = vocabulary_.decode(greedy[n]);
-      greedy_rate.add(data.transcripts[item], greedy_text[item]);
+      const std::string greedy_text = vocabulary_.decode(greedy[n]);
+      greedy_rate.add(data.transcripts[item], greedy_text);
+      std::string beam_text;
       if (!beams.empty()) {
-        beam_text[item] = vocabulary_.decode(beams[n].ids);
-        beam_rate.add(data.transcripts[item], beam_text[item]);
+        beam_text = vocabulary_.decode(beams[n].ids);
+        beam_rate.add(data.transcripts[item], beam_text);
       }
+      if (int64_t(item) < options_.show_transcripts * world)
+        shown[int64_t(item)] = {greedy_text, beam_text};
     }
   }
   model_->train();
 
+  EvalCounts counts;
+  counts.sums = {{"clips", double(mine)},
+                 {"loss_sum", loss_sum},
+                 {"char_edits", double(greedy_rate.characters().edits)},
+                 {"chars", double(greedy_rate.characters().reference_length)},
+                 {"word_edits", double(greedy_rate.words().edits)},
+                 {"words", double(greedy_rate.words().reference_length)},
+                 {"beam_char_edits", double(beam_rate.characters().edits)},
+                 {"beam_word_edits", double(beam_rate.words().edits)}};
+  // This shard's first clips in manifest order, so runs can be compared by eye.
+  for (const auto& [item, texts] : shown) {
+    if (int64_t(counts.examples.size()) >= 3 * options_.show_transcripts) break;
+    counts.examples.push_back(str("  ref:    ", data.transcripts[size_t(item)]));
+    counts.examples.push_back(str("  greedy: ", texts.first));
+    if (options_.beam_width > 0) counts.examples.push_back(str("  beam:   ", texts.second));
+  }
+  return counts;
+}
+
+EvalResult SpeechTask::summarize(const EvalCounts& totals) const {
+  const auto& sum = totals.sums;
+  const auto rate = [](double edits, double length) { return edits / std::max(length, 1.0); };
   EvalResult result;
-  result.metrics["loss"] = loss_sum / double(std::max<int64_t>(count, 1));
-  result.metrics["cer"] = greedy_rate.cer();
-  result.metrics["wer"] = greedy_rate.wer();
+  result.metrics["loss"] = sum.at("loss_sum") / std::max(sum.at("clips"), 1.0);
+  result.metrics["cer"] = rate(sum.at("char_edits"), sum.at("chars"));
+  result.metrics["wer"] = rate(sum.at("word_edits"), sum.at("words"));
   if (options_.beam_width > 0) {
-    result.metrics["beam_cer"] = beam_rate.cer();
-    result.metrics["beam_wer"] = beam_rate.wer();
+    result.metrics["beam_cer"] = rate(sum.at("beam_char_edits"), sum.at("chars"));
+    result.metrics["beam_wer"] = rate(sum.at("beam_word_edits"), sum.at("words"));
   }
-  // The first clips of the manifest, in manifest order, so runs can be compared by eye.
-  for (int64_t i = 0; i < std::min(count, options_.show_transcripts); ++i) {
-    result.report.push_back(str("  ref:    ", data.transcripts[size_t(i)]));
-    result.report.push_back(str("  greedy: ", greedy_text[size_t(i)]));
-    if (options_.beam_width > 0) result.report.push_back(str("  beam:   ", beam_text[size_t(i)]));
-  }
+  result.report = totals.examples;
   return result;
 }
 

@@ -21,6 +21,14 @@ struct HostBatch {
   double audio_seconds = 0;
 };
 
+// What one process's share of an evaluation adds up: named sums (edit counts, correct
+// predictions, loss sums, confusion cells) that the trainer sums over the ranks, plus
+// decoded examples (rank 0's are shown).
+struct EvalCounts {
+  std::map<std::string, double> sums;
+  std::vector<std::string> examples;
+};
+
 struct EvalResult {
   std::map<std::string, double> metrics;  // "cer", "wer", "accuracy", "loss", ...
   std::vector<std::string> report;        // lines for the terminal (transcripts, confusion)
@@ -41,8 +49,12 @@ class Task {
   virtual HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const = 0;
   // Forward pass and loss (a 0-dim f32 tensor, mean over the batch's items).
   virtual Tensor loss(const HostBatch& batch, Device device) = 0;
-  // Evaluates `split` ("val" or "test") in eval mode without gradients.
-  virtual EvalResult evaluate(const std::string& split, Device device) = 0;
+  // Evaluates this process's shard of `split` ("val" or "test": items (or tracks) rank,
+  // rank + world, ...) in eval mode without gradients. Every rank returns the same sum names.
+  virtual EvalCounts evaluate(const std::string& split, Device device, int64_t rank,
+                              int64_t world) = 0;
+  // The metrics and report of counts summed over every shard.
+  virtual EvalResult summarize(const EvalCounts& totals) const = 0;
   virtual bool has_split(const std::string& split) const = 0;
 
   // The metric that picks the best checkpoint, and whether lower is better.

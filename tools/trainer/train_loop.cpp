@@ -366,7 +366,8 @@ void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
 }
 
 EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
-  EvalResult eval = task_.evaluate(split, device_);
+  // One process so far: its shard is the whole split.
+  EvalResult eval = task_.summarize(task_.evaluate(split, device_, 0, 1));
   nlohmann::ordered_json record{
       {"event", "eval"}, {"split", split}, {"epoch", epoch}, {"step", step_}};
   for (const auto& [name, value] : eval.metrics) record[name] = value;
