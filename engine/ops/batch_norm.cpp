@@ -120,9 +120,59 @@ std::pair<Tensor, Tensor> batch_statistics(const Tensor& in, const Layout& layou
   return {mean, invstd};
 }
 
+struct SyncedStatistics {
+  Tensor mean, invstd;
+  Tensor count_ratio;  // [1]: this process's values per channel over every process's
+};
+
+// The batch statistics over every process: each one's mean, M2 (sum of squared deviations)
+// and count, gathered and combined with Chan's formula, which never subtracts two large sums
+// of squares. The running statistics get the unbiased variance over the whole batch.
+SyncedStatistics synced_statistics(const Tensor& in, const Layout& layout,
+                                   const Tensor& running_mean, const Tensor& running_var,
+                                   const BatchNormOptions& options,
+                                   BatchNormStatsReducer& reducer) {
+  NoGradGuard no_grad;
+  const DType dtype = statistics_dtype(in.dtype());
+  const int64_t channels = layout.channels;
+  std::vector<int64_t> dims;
+  Shape per_channel(size_t(in.dim()), 1);
+  per_channel[1] = channels;
+  for (int64_t d = 0; d < in.dim(); ++d)
+    if (d != 1) dims.push_back(d);
+  const Tensor xs = cast(in, dtype);
+  const Tensor local_mean = mean(xs, dims);
+  const Tensor local_m2 = sum(pow(xs - local_mean.reshape(per_channel), 2.0), dims);
+  const double local_count = double(layout.batch * layout.spatial);
+  const Tensor packed =
+      cat({local_mean, local_m2, full({1}, local_count, local_mean.options())}, 0);
+  const Tensor all = reducer.gather(packed);
+  SONATA_CHECK(all.dim() == 2 && all.size(1) == packed.numel() && all.dtype() == dtype,
+               "batch_norm: the statistics reducer returned ", shape_str(all.shape()), " ",
+               dtype_name(all.dtype()), " for ", packed.numel(), " values per process");
+  const Tensor means = all.slice(1, 0, channels);
+  const Tensor m2s = all.slice(1, channels, 2 * channels);
+  const Tensor counts = all.slice(1, 2 * channels, 2 * channels + 1);  // [world, 1]
+  const Tensor total = sum(counts, {0});                               // [1]
+  const Tensor batch_mean = sum(means * counts, {0}) / total;
+  const Tensor m2 = sum(m2s + counts * pow(means - batch_mean, 2.0), {0});
+  SyncedStatistics result;
+  result.mean = batch_mean.contiguous();
+  result.invstd = rsqrt(m2 / total + options.eps).contiguous();
+  result.count_ratio = full({1}, local_count, total.options()) / total;
+  const double momentum = options.momentum;
+  if (running_mean.defined()) {
+    const Tensor old_mean = cast(running_mean, dtype), old_var = cast(running_var, dtype);
+    Tensor(running_mean).copy_(old_mean * (1 - momentum) + batch_mean * momentum);
+    Tensor(running_var).copy_(old_var * (1 - momentum) + m2 / (total - 1.0) * momentum);
+  }
+  return result;
+}
+
 Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x, const Tensor& weight,
                        const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
-                       const BatchNormOptions& options) {
+                       const BatchNormOptions& options,
+                       const std::shared_ptr<BatchNormStatsReducer>& stats_reducer) {
   Layout layout = check_inputs(op, x, weight, bias, running_mean, running_var, options);
   // Channels-last [N, C, H, W] is, to the kernels, N*H*W rows of C channels with planes of
   // one: the same kernels, no transpose, and the layout flows on to the next layer.
@@ -132,8 +182,15 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x, const Tensor&
   const Tensor in = channels_last ? x.detach() : x.detach().contiguous();
   const Tensor w = as_statistics(weight, dtype), b = as_statistics(bias, dtype);
   const bool batch_stats = options.training;
-  Tensor mean, invstd;
-  if (batch_stats) {
+  const std::shared_ptr<BatchNormStatsReducer> sync = batch_stats ? stats_reducer : nullptr;
+  Tensor mean, invstd, count_ratio;
+  if (sync) {
+    SyncedStatistics synced =
+        synced_statistics(in, layout, running_mean, running_var, options, *sync);
+    mean = synced.mean;
+    invstd = synced.invstd;
+    count_ratio = synced.count_ratio;
+  } else if (batch_stats) {
     std::tie(mean, invstd) = batch_statistics(in, layout, running_mean, running_var, options);
   } else {
     NoGradGuard no_grad;
@@ -173,13 +230,23 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x, const Tensor&
                        sum_dy.data_ptr(), sum_dy_xhat.data_ptr());
     }
     Tensor gx;
+    Tensor x_sum_dy = sum_dy, x_sum_dy_xhat = sum_dy_xhat;
+    if (need_x && sync) {
+      // x's gradient takes the sums over every process; the kernel divides by this process's
+      // count, so they are scaled to it.
+      NoGradGuard no_grad;
+      const int64_t channels = layout.channels;
+      const Tensor total = sum(sync->gather(cat({sum_dy, sum_dy_xhat}, 0)), {0}) * count_ratio;
+      x_sum_dy = total.slice(0, 0, channels).contiguous();
+      x_sum_dy_xhat = total.slice(0, channels, 2 * channels).contiguous();
+    }
     if (need_x) {
       gx = channels_last ? empty_channels_last(gy.shape(), gy.options()) : empty_like(gy);
       if (!empty_input)
         SONATA_BACKEND(device, batch_norm_backward_input, gy.dtype(), gy.data_ptr(),
                        saved_in.data_ptr(), pointer(saved_out), mean.data_ptr(), invstd.data_ptr(),
-                       pointer(saved_w), batch_stats ? sum_dy.data_ptr() : nullptr,
-                       batch_stats ? sum_dy_xhat.data_ptr() : nullptr, layout.batch,
+                       pointer(saved_w), batch_stats ? x_sum_dy.data_ptr() : nullptr,
+                       batch_stats ? x_sum_dy_xhat.data_ptr() : nullptr, layout.batch,
                        layout.channels, layout.spatial, gx.data_ptr());
     }
     return std::vector<Tensor>{gx, need_w ? sum_dy_xhat : Tensor(), need_b ? sum_dy : Tensor()};
@@ -191,15 +258,18 @@ Tensor batch_norm_impl(const char* op, bool relu, const Tensor& x, const Tensor&
 
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                   const Tensor& running_mean, const Tensor& running_var,
-                  const BatchNormOptions& options) {
-  return batch_norm_impl("batch_norm", false, x, weight, bias, running_mean, running_var, options);
+                  const BatchNormOptions& options,
+                  const std::shared_ptr<BatchNormStatsReducer>& stats_reducer) {
+  return batch_norm_impl("batch_norm", false, x, weight, bias, running_mean, running_var, options,
+                         stats_reducer);
 }
 
 Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                        const Tensor& running_mean, const Tensor& running_var,
-                       const BatchNormOptions& options) {
+                       const BatchNormOptions& options,
+                       const std::shared_ptr<BatchNormStatsReducer>& stats_reducer) {
   return batch_norm_impl("batch_norm_relu", true, x, weight, bias, running_mean, running_var,
-                         options);
+                         options, stats_reducer);
 }
 
 }  // namespace sonata

@@ -12,9 +12,25 @@
 //
 // Gradients flow to x, weight and bias in both modes; in evaluation x's gradient is
 // dy * weight / sqrt(running_var + eps).
+#include <memory>
+
 #include "engine/tensor.h"
 
 namespace sonata {
+
+// Sync BatchNorm's link to the other processes (torch.nn.SyncBatchNorm): comm/ implements it
+// on a process group, so the engine needs no communicator. Given one, training computes
+// the statistics of the batch over every process (per-process mean, M2 and count gathered and
+// combined with Chan's parallel formula) and backward sums sum(dy) and sum(dy * x_hat) over
+// the processes for x's gradient. The weight and bias gradients stay this process's own, as
+// in PyTorch: the data-parallel reducer averages them afterwards.
+class BatchNormStatsReducer {
+ public:
+  virtual ~BatchNormStatsReducer() = default;
+  // Every process's `values` (contiguous, the same shape and dtype everywhere), stacked by
+  // rank: [world_size, *values.shape()]. A collective: every process calls it in turn.
+  virtual Tensor gather(const Tensor& values) = 0;
+};
 
 struct BatchNormOptions {
   bool training = true;
@@ -24,11 +40,13 @@ struct BatchNormOptions {
 
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                   const Tensor& running_mean, const Tensor& running_var,
-                  const BatchNormOptions& options = {});
+                  const BatchNormOptions& options = {},
+                  const std::shared_ptr<BatchNormStatsReducer>& stats_reducer = nullptr);
 
 // relu(batch_norm(...)) in one pass; the backward recomputes the ReLU mask from the output.
 Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                        const Tensor& running_mean, const Tensor& running_var,
-                       const BatchNormOptions& options = {});
+                       const BatchNormOptions& options = {},
+                       const std::shared_ptr<BatchNormStatsReducer>& stats_reducer = nullptr);
 
 }  // namespace sonata

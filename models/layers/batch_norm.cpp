@@ -32,12 +32,27 @@ BatchNormOptions BatchNorm::options_for_step() {
 
 Tensor BatchNorm::forward(const Tensor& x) {
   const BatchNormOptions options = options_for_step();
-  return batch_norm(x, weight_, bias_, running_mean_, running_var_, options);
+  // Evaluation (running statistics) never communicates.
+  return batch_norm(x, weight_, bias_, running_mean_, running_var_, options,
+                    options.training ? stats_reducer_ : nullptr);
 }
 
 Tensor BatchNorm::forward_relu(const Tensor& x) {
   const BatchNormOptions options = options_for_step();
-  return batch_norm_relu(x, weight_, bias_, running_mean_, running_var_, options);
+  return batch_norm_relu(x, weight_, bias_, running_mean_, running_var_, options,
+                         options.training ? stats_reducer_ : nullptr);
+}
+
+int64_t set_batch_norm_stats_reducer(Module& module,
+                                     const std::shared_ptr<BatchNormStatsReducer>& reducer) {
+  int64_t count = 0;
+  if (auto* batch_norm = dynamic_cast<BatchNorm*>(&module)) {
+    batch_norm->set_stats_reducer(reducer);
+    ++count;
+  }
+  for (const auto& [name, child] : module.children())
+    count += set_batch_norm_stats_reducer(*child, reducer);
+  return count;
 }
 
 }  // namespace sonata

@@ -1,4 +1,7 @@
 #pragma once
+#include <memory>
+#include <utility>
+
 #include "engine/nn/module.h"
 #include "engine/ops/batch_norm.h"
 
@@ -13,12 +16,22 @@ class BatchNorm : public Module {
   Tensor forward(const Tensor& x) override;
   // relu(forward(x)) in one fused pass.
   Tensor forward_relu(const Tensor& x);
+  // Training statistics over every process (SyncBatchNorm); null (the default): this one's.
+  void set_stats_reducer(std::shared_ptr<BatchNormStatsReducer> reducer) {
+    stats_reducer_ = std::move(reducer);
+  }
 
  private:
   BatchNormOptions options_for_step();
 
   double eps_, momentum_;
   Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
+  std::shared_ptr<BatchNormStatsReducer> stats_reducer_;
 };
+
+// Sets `reducer` on every BatchNorm in `module` (torch's convert_sync_batchnorm); returns how
+// many. comm/sync_batch_norm.h makes one on a process group.
+int64_t set_batch_norm_stats_reducer(Module& module,
+                                     const std::shared_ptr<BatchNormStatsReducer>& reducer);
 
 }  // namespace sonata

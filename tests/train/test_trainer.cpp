@@ -1,5 +1,5 @@
-// The trainer end to end on a corpus written here: tones standing for letters ("a" a 400 Hz
-// tone, "b" 1200 Hz, "c" 2800 Hz), so a tiny DS2 can learn it in a few dozen steps. Also the
+// The trainer end to end on a corpus written here: tones standing for letters
+// (tests/support/letters_corpus.h), so a tiny DS2 can learn it in a few dozen steps. Also the
 // options (command line, JSON and YAML config files, invalid combinations), --init-from, and
 // the spectrogram images of the genre task.
 #include <catch2/catch.hpp>
@@ -22,6 +22,8 @@
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "tests/support/audio_files.h"
+#include "tests/support/letters_corpus.h"
+#include "data/cache/feature_cache.h"
 #include "tools/trainer/class_task.h"
 #include "tools/trainer/config_file.h"
 #include "tools/trainer/init_from.h"
@@ -34,38 +36,11 @@ using Catch::Contains;
 
 namespace {
 
-constexpr int kRate = 16000;
+constexpr int kRate = kLettersRate;
 
-std::vector<float> letters_audio(const std::string& text, std::mt19937& generator) {
-  std::normal_distribution<float> noise(0.0f, 0.01f);
-  std::vector<float> samples(size_t(kRate / 10), 0.0f);  // 0.1 s of lead-in
-  for (const char letter : text) {
-    const double hz = letter == 'a' ? 400.0 : letter == 'b' ? 1200.0 : 2800.0;
-    for (int i = 0; i < kRate / 4; ++i)
-      samples.push_back(0.4f * float(std::sin(2 * std::numbers::pi * hz * i / kRate)));
-    samples.insert(samples.end(), size_t(kRate / 20), 0.0f);
-  }
-  samples.insert(samples.end(), size_t(kRate / 10), 0.0f);
-  for (float& x : samples) x += noise(generator);
-  return samples;
-}
-
-// `count` clips of 1 to 3 letters from {a, b, c} and their TSV manifest.
 std::string write_letters_corpus(const TemporaryFolder& folder, const std::string& name, int count,
                                  unsigned seed) {
-  std::mt19937 generator(seed);
-  std::string manifest;
-  for (int i = 0; i < count; ++i) {
-    std::string text;
-    const int letters = 1 + int(generator() % 3);
-    for (int k = 0; k < letters; ++k) text += char('a' + generator() % 3);
-    const std::string wav = name + "_" + std::to_string(i) + ".wav";
-    write_pcm16_wav(folder.file(wav), letters_audio(text, generator), kRate);
-    manifest += wav + "\t" + text + "\n";
-  }
-  const std::string path = folder.file(name + ".tsv");
-  write_text(path, manifest);
-  return path;
+  return sonata::testing::write_letters_corpus(folder.path().string(), name, count, seed);
 }
 
 TrainerOptions tiny_ds2_options(const std::string& train, const std::string& val) {
@@ -337,6 +312,9 @@ class PoisonedTask : public Task {
     model_.weight = model_.add("weight", ones({4}));
   }
   Module& model() override { return model_; }
+  std::shared_ptr<Module> shared_model() override {
+    return std::shared_ptr<Module>(&model_, [](Module*) {});  // owned by the task
+  }
   int64_t train_items() const override { return 64; }
   std::vector<int64_t> train_lengths() const override { return std::vector<int64_t>(64, 1); }
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override {
@@ -383,6 +361,7 @@ TEST_CASE("trainer: a loss that stays NaN stops the run, and skipped steps leave
   options.schedule = "constant";
   options.lr = 0.5;
   options.max_bad_steps = 5;
+  options.workers = 1;  // the task numbers batches as they are prepared
   options.log_every = 1;
   options.progress = "none";
   options.checkpoint_dir = folder.file("run");
@@ -398,3 +377,61 @@ TEST_CASE("trainer: a loss that stays NaN stops the run, and skipped steps leave
   for (const float w : weights) CHECK(w == Approx(1.0 - 10 * 0.5 * 0.25).margin(1e-6));
   CHECK_THAT(result.last_checkpoint, Contains("step-000000000010"));
 }
+
+#if SONATA_WITH_SNDFILE
+TEST_CASE("trainer: bad clips stop the run naming them, or are skipped and counted", "[trainer]") {
+  TemporaryFolder folder("trainer_bad_input");
+  std::string manifest =
+      "ok_0.wav\tab\nbroken.wav\ta\nsilent.wav\t?!\nlong.wav\tabc\nok_1.wav\tba\n";
+  std::mt19937 generator(3);
+  write_pcm16_wav(folder.file("ok_0.wav"), letters_audio("ab", generator), kRate);
+  write_pcm16_wav(folder.file("ok_1.wav"), letters_audio("ba", generator), kRate);
+  write_pcm16_wav(folder.file("silent.wav"), letters_audio("c", generator), kRate);
+  write_pcm16_wav(folder.file("long.wav"), std::vector<float>(size_t(3 * kRate), 0.1f), kRate);
+  write_text(folder.file("broken.wav"), "RIFF....not a wave file");
+  write_text(folder.file("train.tsv"), manifest);
+
+  TrainerOptions options = tiny_ds2_options(folder.file("train.tsv"), "");
+  options.max_duration = 2.0;
+  CHECK_THROWS_WITH(SpeechTask(options, Vocabulary()), Contains("broken.wav"));
+  options.bad_input = "skip";
+  const SpeechTask task(options, Vocabulary());
+  CHECK(task.train_items() == 2);
+  CHECK_THAT(task.describe(), Contains("3 bad clips skipped"));
+}
+#endif
+
+#if SONATA_WITH_SNDFILE
+TEST_CASE("trainer: --feature-cache trains exactly as decoding the audio does", "[trainer]") {
+  TemporaryFolder folder("trainer_cache");
+  const std::string train = write_letters_corpus(folder, "train", 8, 9);
+  TrainerOptions options = tiny_ds2_options(train, "");
+  options.epochs = 2;
+  options.warmup = 0;
+  auto weights_after = [&](const TrainerOptions& run_options) {
+    manual_seed(run_options.seed);
+    SpeechTask task(run_options, Vocabulary());
+    run_training(run_options, task, Device::cpu());
+    std::vector<double> values;
+    for (const auto& [name, tensor] : task.model().state_dict()) {
+      const auto v = tensor.to(DType::f64).to_vector<double>();
+      values.insert(values.end(), v.begin(), v.end());
+    }
+    return values;
+  };
+  options.metrics = folder.file("decoded.jsonl");
+  const std::vector<double> decoded = weights_after(options);
+
+  std::vector<std::string> clips;
+  for (int i = 0; i < 8; ++i) clips.push_back(folder.file("train_" + std::to_string(i) + ".wav"));
+  featurize_clips(clips, folder.path().string(), options.features.config(), folder.file("cache"),
+                  FeaturizeOptions{});
+  options.feature_cache = folder.file("cache");
+  options.metrics = folder.file("cached.jsonl");
+  CHECK(weights_after(options) == decoded);
+
+  options.features.n_mels = 32;
+  options.model_config["conv-channels"] = "4";
+  CHECK_THROWS_WITH(SpeechTask(options, Vocabulary()), Contains("n_mels: 40 -> 32"));
+}
+#endif

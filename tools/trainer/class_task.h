@@ -34,6 +34,7 @@ class ClassTask : public Task {
   explicit ClassTask(const TrainerOptions& options);
 
   Module& model() override { return *model_; }
+  std::shared_ptr<Module> shared_model() override { return model_; }
   int64_t train_items() const override { return int64_t(train_.images.size()); }
   std::vector<int64_t> train_lengths() const override;
   std::vector<int64_t> train_labels() const override { return train_.labels; }

@@ -1,6 +1,7 @@
 // trainer: trains vgg19_bn or ds2 from manifests; `trainer --help` lists every option.
 //   trainer --model ds2 --train train.tsv --val dev.tsv --test test.tsv --hidden 128
 //           --epochs 12 --lr 3e-3 --checkpoint-dir runs/ds2
+//   mpirun -np 8 trainer ...   (data parallel: one process per GPU, or per CPU socket)
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 
 #include "base/determinism.h"
 #include "base/error.h"
+#include "comm/bootstrap.h"
 #include "engine/device.h"
 #include "engine/random.h"
 #include "tools/trainer/class_task.h"
@@ -41,7 +43,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     options.check();
-    const sonata::Device device = pick_device(options.device);
+    // Under mpirun / srun: one process per device, data parallel; otherwise world size 1
+    // and MPI untouched. CUDA ranks train on cuda:<local rank>.
+    std::shared_ptr<sonata::ProcessGroup> group =
+        sonata::init_process_group(pick_device(options.device));
+    const sonata::Device device =
+        group->world_size() > 1 ? group->device() : pick_device(options.device);
+    const bool main_rank = group->rank() == 0;
     SONATA_CHECK(options.precision == "fp32" || device.is_cuda(), "--precision ", options.precision,
                  " needs a GPU and none was found; use --precision fp32");
     sonata::manual_seed(options.seed);
@@ -54,12 +62,17 @@ int main(int argc, char** argv) {
     } else {
       task = std::make_unique<sonata::ClassTask>(options);
     }
-    const sonata::TrainResult result = sonata::run_training(options, *task, device);
-    if (!result.last_val.metrics.empty()) print_eval("val", result.last_val);
-    if (!result.test.metrics.empty()) print_eval("test", result.test);
+    const sonata::TrainResult result = sonata::run_training(options, *task, device, group);
+    if (main_rank && !result.last_val.metrics.empty()) print_eval("val", result.last_val);
+    if (main_rank && !result.test.metrics.empty()) print_eval("test", result.test);
+    task.reset();
+    group.reset();
+    sonata::finalize();
     return result.stopped_bad ? 3 : 0;
   } catch (const std::exception& error) {
     std::fflush(stdout);
+    // Under MPI one rank's error ends every rank, naming it, instead of leaving peers hanging.
+    if (sonata::mpi_started()) sonata::abort_job(sonata::str("trainer: ", error.what()));
     std::fprintf(stderr, "\ntrainer: %s\n", error.what());
     return 1;
   }

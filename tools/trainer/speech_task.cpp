@@ -40,7 +40,8 @@ CtcOptions ctc_options() {
 
 SpeechSplit load_speech_split(const std::string& name, const std::string& manifest,
                               const Vocabulary& vocabulary, const FeatureExtractor& extractor,
-                              int64_t workers, const FeatureCache* cache) {
+                              int64_t workers, const InputPolicy& policy,
+                              const FeatureCache* cache) {
   SpeechSplit split;
   split.name = name;
   const std::vector<AsrEntry> entries = read_asr_manifest(manifest);
@@ -54,28 +55,67 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
   split.targets.resize(entries.size());
   split.transcripts.resize(entries.size());
   std::vector<int64_t> dropped(entries.size(), 0);
+  std::vector<std::string> problems(entries.size());
+  const double frame_seconds = double(extractor.config().resolved_hop_length()) / double(rate);
   parallel_for(count, workers, [&](int64_t i) {
     const AsrEntry& entry = entries[size_t(i)];
-    if (cache) {
-      // f32 stays memory-mapped; f16 is widened once here, since batches are built in f32.
-      const Tensor cached = cache->features(entry.path, manifest_folder);
-      split.features[size_t(i)] = cached.dtype() == DType::f32 ? cached : cached.to(DType::f32);
-    } else {
-      Audio decoded = decode_audio(entry.path);
-      audio[size_t(i)] = decoded.sample_rate == rate
-                             ? std::move(decoded.samples)
-                             : resample(decoded.samples, decoded.sample_rate, rate);
+    try {
+      double seconds = 0;
+      if (cache) {
+        // f32 stays memory-mapped; f16 is widened once here, since batches are built in f32.
+        const Tensor cached = cache->features(entry.path, manifest_folder);
+        split.features[size_t(i)] = cached.dtype() == DType::f32 ? cached : cached.to(DType::f32);
+        seconds = double(cached.size(0)) * frame_seconds;
+      } else {
+        Audio decoded = decode_audio(entry.path);
+        audio[size_t(i)] = decoded.sample_rate == rate
+                               ? std::move(decoded.samples)
+                               : resample(decoded.samples, decoded.sample_rate, rate);
+        seconds = double(audio[size_t(i)].size()) / double(rate);
+        // Too short for one STFT frame: found here, where it can be skipped, not in log_mel.
+        const FeatureConfig& config = extractor.config();
+        const int64_t need = config.center ? config.n_fft / 2 + 1 : config.n_fft;
+        SONATA_CHECK(int64_t(audio[size_t(i)].size()) >= need, entry.path, " holds ",
+                     audio[size_t(i)].size(), " samples, fewer than the ", need,
+                     " one feature frame needs");
+      }
+      SONATA_CHECK(policy.max_duration <= 0 || seconds <= policy.max_duration, entry.path,
+                   " lasts ", seconds, " s, longer than --max-duration ", policy.max_duration);
+      const std::string where = manifest + " line " + std::to_string(i + 1);
+      const NormalisedText text = normalise(vocabulary, entry.transcript, where);
+      split.transcripts[size_t(i)] = text.text;
+      split.targets[size_t(i)] = vocabulary.encode(text.text);
+      dropped[size_t(i)] = text.dropped;
+    } catch (const Error& error) {
+      if (!policy.skip_bad) throw;
+      problems[size_t(i)] = error.what();
+      audio[size_t(i)].clear();
     }
-    const std::string where = manifest + " line " + std::to_string(i + 1);
-    const NormalisedText text = normalise(vocabulary, entry.transcript, where);
-    split.transcripts[size_t(i)] = text.text;
-    split.targets[size_t(i)] = vocabulary.encode(text.text);
-    dropped[size_t(i)] = text.dropped;
   });
   split.dropped_characters = std::accumulate(dropped.begin(), dropped.end(), int64_t(0));
+  // --bad-input skip: the bad clips leave every list, and their reasons are kept.
+  size_t kept = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!problems[i].empty()) {
+      split.skipped.push_back(std::move(problems[i]));
+      continue;
+    }
+    if (kept != i) {  // a self-move would empty the vectors
+      if (cache) split.features[kept] = std::move(split.features[i]);
+      audio[kept] = std::move(audio[i]);
+      split.targets[kept] = std::move(split.targets[i]);
+      split.transcripts[kept] = std::move(split.transcripts[i]);
+    }
+    ++kept;
+  }
+  if (cache) split.features.resize(kept);
+  audio.resize(kept);
+  split.targets.resize(kept);
+  split.transcripts.resize(kept);
+  SONATA_CHECK(kept > 0, "--", name, " manifest ", manifest, ": every clip is bad (",
+               split.skipped.empty() ? std::string("none listed") : split.skipped.front(), ")");
 
   if (cache) {
-    const double frame_seconds = double(extractor.config().resolved_hop_length()) / double(rate);
     for (const Tensor& features : split.features)
       split.seconds += double(features.size(0)) * frame_seconds;
     return split;
@@ -94,14 +134,18 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
       vocabulary_(std::move(vocabulary)),
       extractor_(options.features.config()),
       compute_dtype_(compute_dtype(options.precision)) {
-  if (!options.train_manifest.empty())
-    train_ = load_speech_split("train", options.train_manifest, vocabulary_, extractor_,
-                               options.workers);
-  if (!options.val_manifest.empty())
-    val_ = load_speech_split("val", options.val_manifest, vocabulary_, extractor_, options.workers);
-  if (!options.test_manifest.empty())
-    test_ =
-        load_speech_split("test", options.test_manifest, vocabulary_, extractor_, options.workers);
+  const InputPolicy policy{options.bad_input == "skip", options.max_duration};
+  std::unique_ptr<FeatureCache> cache;
+  if (!options.feature_cache.empty())
+    cache = std::make_unique<FeatureCache>(options.feature_cache, extractor_.config());
+  auto load = [&](const char* name, const std::string& manifest) {
+    return manifest.empty() ? SpeechSplit{}
+                            : load_speech_split(name, manifest, vocabulary_, extractor_,
+                                                options.workers, policy, cache.get());
+  };
+  train_ = load("train", options.train_manifest);
+  val_ = load("val", options.val_manifest);
+  test_ = load("test", options.test_manifest);
   model_ = make_speech_model(options, vocabulary_.size());
 }
 
@@ -283,6 +327,9 @@ std::string SpeechTask::describe() const {
     text += str("; ", data->name, " ", data->features.size(), " clips, ", hours);
     if (data->dropped_characters > 0)
       text += str(" (", data->dropped_characters, " characters outside the vocabulary dropped)");
+    if (!data->skipped.empty())
+      text += str(" (", data->skipped.size(),
+                  " bad clips skipped, the first: ", data->skipped.front(), ")");
   }
   return text;
 }

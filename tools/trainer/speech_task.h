@@ -22,7 +22,16 @@ struct SpeechSplit {
   std::vector<std::vector<int64_t>> targets;
   std::vector<std::string> transcripts;  // normalised references
   double seconds = 0;
-  int64_t dropped_characters = 0;  // outside the vocabulary, over all transcripts
+  int64_t dropped_characters = 0;    // outside the vocabulary, over all transcripts
+  std::vector<std::string> skipped;  // why each skipped clip was bad (--bad-input skip)
+};
+
+// --bad-input and --max-duration: a clip that cannot be used (unreadable, corrupt, empty,
+// NaN samples, a transcript with nothing in the vocabulary, too long) stops the run with its
+// reason, or is skipped and counted.
+struct InputPolicy {
+  bool skip_bad = false;
+  double max_duration = 0;  // seconds; 0: no limit
 };
 
 class FeatureCache;
@@ -30,7 +39,8 @@ class FeatureCache;
 // `cache`: features from a featurize cache (memory-mapped) instead of decoding the audio.
 SpeechSplit load_speech_split(const std::string& name, const std::string& manifest,
                               const Vocabulary& vocabulary, const FeatureExtractor& extractor,
-                              int64_t workers, const FeatureCache* cache = nullptr);
+                              int64_t workers, const InputPolicy& policy = {},
+                              const FeatureCache* cache = nullptr);
 
 class SpeechTask : public Task {
  public:
@@ -38,6 +48,7 @@ class SpeechTask : public Task {
   SpeechTask(const TrainerOptions& options, Vocabulary vocabulary);
 
   Module& model() override { return *model_; }
+  std::shared_ptr<Module> shared_model() override { return model_; }
   int64_t train_items() const override { return int64_t(train_.features.size()); }
   std::vector<int64_t> train_lengths() const override;
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override;

@@ -8,18 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "data/loader/batch_loader.h"
 #include "engine/nn/module.h"
 #include "engine/tensor.h"
 
 namespace sonata {
-
-// A batch as the host prepares it: CPU tensors (the task says which is which), the number of
-// items and the seconds of audio they hold (for throughput figures).
-struct HostBatch {
-  std::vector<Tensor> tensors;
-  int64_t items = 0;
-  double audio_seconds = 0;
-};
 
 // What one process's share of an evaluation adds up: named sums (edit counts, correct
 // predictions, loss sums, confusion cells) that the trainer sums over the ranks, plus
@@ -39,6 +32,7 @@ class Task {
   virtual ~Task() = default;
 
   virtual Module& model() = 0;
+  virtual std::shared_ptr<Module> shared_model() = 0;  // the same, for DDP to hold
   virtual int64_t train_items() const = 0;
   // Per-item lengths for length-bucketed batching (all equal for fixed-size items).
   virtual std::vector<int64_t> train_lengths() const = 0;

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <future>
 #include <numeric>
 #include <optional>
 
 #include "base/error.h"
+#include "comm/ddp.h"
 #include "data/sampling/class_balanced_sampler.h"
 #include "data/sampling/length_bucket_sampler.h"
 #include "data/sampling/random_batch_sampler.h"
@@ -68,10 +68,15 @@ LrSchedule make_schedule(const TrainerOptions& o, double peak_lr, double length)
 
 // Length buckets for ASR (little padding), a fresh permutation each epoch for
 // classification (uniform, or class-balanced on request); all pure functions of the epoch.
-std::unique_ptr<BatchSampler> make_sampler(const TrainerOptions& o, const Task& task) {
+std::unique_ptr<BatchSampler> make_sampler(const TrainerOptions& o, const Task& task,
+                                           const ProcessGroup* group) {
   SamplerOptions sampling;
   sampling.batch_size = o.batch_size;
   sampling.seed = o.seed;
+  if (group) {
+    sampling.rank = group->rank();
+    sampling.world_size = group->world_size();
+  }
   if (o.is_asr())
     return std::make_unique<LengthBucketSampler>(task.train_lengths(), sampling,
                                                  /*bucket_size_multiplier=*/100, o.sortagrad);
@@ -93,7 +98,8 @@ std::string format_metrics(const std::map<std::string, double>& metrics) {
 // One run: the state the step loop carries, and its phases as methods.
 class Run {
  public:
-  Run(const TrainerOptions& options, Task& task, Device device);
+  Run(const TrainerOptions& options, Task& task, Device device,
+      std::shared_ptr<ProcessGroup> group);
   TrainResult train();
   TrainResult evaluate_only();
 
@@ -106,14 +112,21 @@ class Run {
   EvalResult evaluate(const std::string& split, int64_t epoch);
   void save_checkpoint(const TrainPosition& position, std::optional<double> metric);
   bool finished() const { return step_ >= total_steps_ || stop_requested_; }
+  bool is_main() const { return rank_ == 0; }
+  // Sums `values` over the ranks (identity in one process).
+  std::vector<double> sum_over_ranks(std::vector<double> values);
 
   const TrainerOptions& o_;
   Task& task_;
   Device device_;
+  std::shared_ptr<ProcessGroup> group_;  // null in one process
+  int64_t rank_ = 0, world_ = 1;
+  std::unique_ptr<DistributedDataParallel> ddp_;
   Module& model_;
   std::string metrics_path_;
   MetricsLog metrics_;
   Progress progress_;
+  BatchLoader loader_;
   Clock::time_point run_start_ = Clock::now();
 
   std::unique_ptr<BatchSampler> sampler_;
@@ -137,19 +150,27 @@ class Run {
   Clock::time_point log_start_ = Clock::now();
 };
 
-Run::Run(const TrainerOptions& o, Task& task, Device device)
+Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<ProcessGroup> group)
     : o_(o),
       task_(task),
       device_(device),
+      group_(group && group->world_size() > 1 ? std::move(group) : nullptr),
+      rank_(group_ ? group_->rank() : 0),
+      world_(group_ ? group_->world_size() : 1),
       model_(task.model()),
       metrics_path_(!o.metrics.empty()          ? o.metrics
                     : !o.checkpoint_dir.empty() ? o.checkpoint_dir + "/metrics.jsonl"
                                                 : std::string("metrics.jsonl")),
-      metrics_(metrics_path_, !o.resume.empty()),
+      metrics_(rank_ == 0 ? MetricsLog(metrics_path_, !o.resume.empty()) : MetricsLog()),
       // Off a terminal, about four lines an epoch (at log points).
-      progress_(o.progress, std::max<int64_t>(1, task.train_items() / o.batch_size / o.accum_steps /
-                                                     4 / o.log_every) *
-                                o.log_every) {
+      progress_(rank_ == 0 ? o.progress : "none",
+                std::max<int64_t>(
+                    1, task.train_items() / o.batch_size / o.accum_steps / 4 / o.log_every) *
+                    o.log_every),
+      // Two batches ahead per worker: enough to hide a slow one behind the step.
+      loader_([&task](const std::vector<int64_t>& items,
+                      int64_t epoch) { return task.prepare(items, epoch); },
+              o.workers, 2 * o.workers) {
   if (!o.init_from.empty()) progress_.print(init_from_weights(model_, o.init_from));
   model_.to(device);
   cast_for_precision(model_, compute_dtype(o.precision));
@@ -174,7 +195,7 @@ TrainResult Run::evaluate_only() {
 }
 
 TrainResult Run::train() {
-  sampler_ = make_sampler(o_, task_);
+  sampler_ = make_sampler(o_, task_, group_.get());
   const int64_t batches_per_epoch = sampler_->batches_per_epoch();
   steps_per_epoch_ = (batches_per_epoch + o_.accum_steps - 1) / o_.accum_steps;
   total_steps_ = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch_ * o_.epochs;
@@ -195,7 +216,7 @@ TrainResult Run::train() {
     scaling.backoff_factor = 1.0;
   }
   scaler_ = std::make_unique<LossScaler>(device_, scaling);
-  if (!o_.checkpoint_dir.empty())
+  if (!o_.checkpoint_dir.empty() && is_main())
     checkpoints_ = std::make_unique<CheckpointManager>(o_.checkpoint_dir, o_.keep_checkpoints,
                                                        task_.lower_is_better() ? "min" : "max");
 
@@ -215,6 +236,12 @@ TrainResult Run::train() {
     }
   }
   step_ = first_step_ = start.step;
+  if (group_) {
+    // After the weights are final (moved, cast, resumed): rank 0's replace every rank's.
+    ddp_ = std::make_unique<DistributedDataParallel>(task_.shared_model(), group_);
+    progress_.print(str("data parallel over ", world_, " processes (", group_->backend(),
+                        "), batch ", o_.batch_size, " per process"));
+  }
   schedule_->apply(*optimizer_, schedule_position(step_));
 
   progress_.print(str("training on ", device_.str(), ": ", task_.describe()));
@@ -234,6 +261,8 @@ TrainResult Run::train() {
     save_checkpoint({step_, epoch + 1, 0}, metric);
   }
   progress_.finish();
+  // Nobody reads a checkpoint before rank 0 has finished writing it (a resume may follow).
+  if (group_) group_->barrier()->synchronize();
   result_.steps = step_;
   if (!result_.stopped_bad && !stop_requested_ && task_.has_split("test"))
     result_.test = evaluate("test", epochs_ - 1);
@@ -246,30 +275,31 @@ double Run::schedule_position(int64_t step) const {
 
 void Run::train_epoch(int64_t epoch, int64_t first_batch) {
   const auto batches = sampler_->epoch_batches(epoch);
-  auto prepare = [&](size_t index) {
-    return std::async(std::launch::async, [this, &batches, index, epoch] {
-      return task_.prepare(batches[index], epoch);
-    });
-  };
-  std::future<HostBatch> next;
-  if (size_t(first_batch) < batches.size()) next = prepare(size_t(first_batch));
-  for (size_t index = size_t(first_batch); index < batches.size() && !finished();) {
+  const size_t count = batches.size();
+  loader_.start(batches, epoch, first_batch);
+  for (size_t index = size_t(first_batch); index < count && !finished();) {
     // One optimizer step over accum_steps micro-batches (fewer at the end of an epoch).
-    const size_t micro = std::min<size_t>(size_t(o_.accum_steps), batches.size() - index);
+    const size_t micro = std::min<size_t>(size_t(o_.accum_steps), count - index);
     for (size_t m = 0; m < micro; ++m, ++index) {
       const Clock::time_point wait_start = Clock::now();
-      HostBatch batch = next.get();
+      const std::optional<HostBatch> batch = loader_.next();
       wait_since_log_ += seconds_since(wait_start);
-      if (index + 1 < batches.size()) next = prepare(index + 1);
-      const Tensor loss = task_.loss(batch, device_);
+      // Under DDP, gradients are reduced on the last micro-batch only (no_sync before it).
+      std::optional<NoSync> local_only;
+      if (ddp_) {
+        local_only.emplace(ddp_->reducer(), m + 1 < micro);
+        ddp_->broadcast_buffers();
+        ddp_->prepare_for_backward();
+      }
+      const Tensor loss = task_.loss(*batch, device_);
       scaler_->scale(loss * (1.0 / double(micro))).backward();
       track_loss(loss.detach());
-      items_since_log_ += batch.items;
+      items_since_log_ += batch->items;
     }
-    optimizer_step(epoch, index, batches.size());
+    if (ddp_) ddp_->finish();
+    optimizer_step(epoch, index, count);
     if (result_.stopped_bad) break;
   }
-  if (next.valid()) next.wait();
 }
 
 // Per micro-batch, on the device: the loss summed for the log, and the run of consecutive
@@ -310,9 +340,15 @@ void Run::optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches)
 }
 
 void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
-  const double loss = loss_sum_.item() / double(std::max<int64_t>(losses_summed_, 1));
+  // Totals over the ranks: loss sums and counts, items, and the worst non-finite streak
+  // (as a count of ranks past the limit, so every rank stops together).
+  const int64_t worst_here = int64_t(worst_bad_streak_.item());
+  const std::vector<double> totals =
+      sum_over_ranks({loss_sum_.item(), double(losses_summed_), double(items_since_log_),
+                      double(worst_here >= o_.max_bad_steps), double(worst_here)});
+  const double loss = totals[0] / std::max(totals[1], 1.0);
   const double elapsed = std::max(seconds_since(log_start_), 1e-9);
-  const double rate = double(items_since_log_) / elapsed;
+  const double rate = totals[2] / elapsed;
   const double wait_share = wait_since_log_ / elapsed;
   const double lr = optimizer_->lr(0);
   const double scale = scaler_->scale_value();
@@ -345,8 +381,8 @@ void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
        .item_name = task_.item_name(),
        .data_wait_share = wait_share,
        .eta_seconds = run_seconds / double(step_ - first_step_) * double(total_steps_ - step_)});
-  const int64_t worst = int64_t(worst_bad_streak_.item());
-  if (worst >= o_.max_bad_steps) {
+  const int64_t worst = int64_t(totals[4]);
+  if (totals[3] > 0) {
     progress_.finish();
     progress_.print(str(
         "training stopped: the loss was not finite for ", worst,
@@ -366,8 +402,18 @@ void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
 }
 
 EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
-  // One process so far: its shard is the whole split.
-  EvalResult eval = task_.summarize(task_.evaluate(split, device_, 0, 1));
+  // Rank 0's BatchNorm statistics for every shard (each rank's last forward updated its own).
+  if (ddp_) ddp_->broadcast_buffers();
+  EvalCounts counts = task_.evaluate(split, device_, rank_, world_);
+  if (group_) {
+    // Every rank has the same names, in the map's order.
+    std::vector<double> values;
+    for (const auto& [name, value] : counts.sums) values.push_back(value);
+    values = sum_over_ranks(values);
+    size_t i = 0;
+    for (auto& [name, value] : counts.sums) value = values[i++];
+  }
+  EvalResult eval = task_.summarize(counts);
   nlohmann::ordered_json record{
       {"event", "eval"}, {"split", split}, {"epoch", epoch}, {"step", step_}};
   for (const auto& [name, value] : eval.metrics) record[name] = value;
@@ -377,6 +423,14 @@ EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
     progress_.print(str("epoch ", epoch + 1, " ", split, ": ", format_metrics(eval.metrics), "  (",
                         format_duration(seconds_since(run_start_)), " elapsed)"));
   return eval;
+}
+
+std::vector<double> Run::sum_over_ranks(std::vector<double> values) {
+  if (!group_ || values.empty()) return values;
+  Tensor sums = from_vector(values, {int64_t(values.size())}, TensorOptions{}.with(DType::f64))
+                    .to(group_->device());
+  group_->all_reduce(sums, ReduceOp::sum)->synchronize();
+  return sums.to(Device::cpu()).to_vector<double>();
 }
 
 void Run::save_checkpoint(const TrainPosition& position, std::optional<double> metric) {
@@ -393,8 +447,9 @@ void Run::save_checkpoint(const TrainPosition& position, std::optional<double> m
 
 }  // namespace
 
-TrainResult run_training(const TrainerOptions& options, Task& task, Device device) {
-  Run run(options, task, device);
+TrainResult run_training(const TrainerOptions& options, Task& task, Device device,
+                         std::shared_ptr<ProcessGroup> group) {
+  Run run(options, task, device, std::move(group));
   return options.eval_only ? run.evaluate_only() : run.train();
 }
 

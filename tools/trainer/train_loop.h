@@ -5,6 +5,9 @@
 // at epoch ends; --resume continues bit for bit on the CPU.
 #include <string>
 
+#include <memory>
+
+#include "comm/process_group.h"
 #include "engine/device.h"
 #include "tools/trainer/task.h"
 #include "tools/trainer/trainer_options.h"
@@ -18,6 +21,11 @@ struct TrainResult {
   std::string last_checkpoint;
 };
 
-TrainResult run_training(const TrainerOptions& options, Task& task, Device device);
+// `group` (comm/): with more than one process, data parallel (DDP) training: each rank
+// reads its shard of every batch, gradients are averaged in buckets while backward runs,
+// only rank 0 prints, logs and writes checkpoints, and logged and evaluated figures are
+// totals over the ranks. Null or world size 1: one process.
+TrainResult run_training(const TrainerOptions& options, Task& task, Device device,
+                         std::shared_ptr<ProcessGroup> group = nullptr);
 
 }  // namespace sonata

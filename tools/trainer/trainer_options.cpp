@@ -48,6 +48,15 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.add_option("--feature-cache", o.feature_cache,
                  "ASR: a featurize cache of the manifests (same feature flags)")
       ->group(data);
+  app.add_option("--bad-input", o.bad_input,
+                 "stop | skip: an unreadable, corrupt or empty clip stops the run, or is skipped "
+                 "and counted")
+      ->capture_default_str()
+      ->group(data);
+  app.add_option("--max-duration", o.max_duration,
+                 "seconds; a longer clip is bad input (0: no limit)")
+      ->capture_default_str()
+      ->group(data);
   app.add_option("--slice-seconds", o.slice_seconds, "classification: seconds per slice")
       ->capture_default_str()
       ->group(data);
@@ -76,7 +85,8 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.add_flag("--class-balanced", o.class_balanced,
                "classification: draw items with weights inverse to their class's frequency")
       ->group(data);
-  app.add_option("--workers", o.workers, "threads preparing features and batches")
+  app.add_option("--workers", o.workers,
+                 "threads decoding clips at start and building batches ahead")
       ->capture_default_str()
       ->group(data);
 
@@ -247,6 +257,9 @@ void TrainerOptions::check() const {
   SONATA_CHECK(!sortagrad || is_asr(), "--sortagrad applies to --model ds2 only");
   SONATA_CHECK(!class_balanced || !is_asr(), "--class-balanced applies to --model vgg19_bn only");
   SONATA_CHECK(workers >= 1, "--workers must be at least 1");
+  SONATA_CHECK(one_of(bad_input, {"stop", "skip"}), "--bad-input must be stop or skip, got '",
+               bad_input, "'");
+  SONATA_CHECK(max_duration >= 0, "--max-duration must not be negative (0: no limit)");
   SONATA_CHECK(device == "auto" || device == "cpu" || device.rfind("cuda", 0) == 0,
                "--device must be auto, cpu, cuda or cuda:N, got '", device, "'");
   SONATA_CHECK(resume.empty() || resume != "auto" || !checkpoint_dir.empty(),

@@ -25,7 +25,10 @@ struct TrainerOptions {
   // Features (torchaudio's names; see data/features/feature_config.h). Classification
   // takes its sample rate and STFT from here and draws dB images of image_height bands.
   FeatureFlags features;
-  std::string feature_cache;  // ASR: features precomputed by `featurize` with the same flags
+  std::string feature_cache;
+  std::string bad_input = "stop";  // stop | skip (and count) on an unusable clip
+  double max_duration = 0;  // seconds; longer clips are bad input (0: no limit)  // ASR: features
+                            // precomputed by `featurize` with the same flags
   // Classification images: dB mel of fixed-length slices, resized to image_size.
   double slice_seconds = 3.0;
   int64_t image_height = 128, image_width = 128;

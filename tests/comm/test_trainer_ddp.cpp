@@ -1,0 +1,98 @@
+// The trainer under data parallel: every rank ends with the same weights, and a run stopped
+// after k steps and resumed (all ranks reading rank 0's checkpoint) ends bit for bit where an
+// unbroken run of the same world size ends. Under world 1 these are the single-process
+// paths. The corpus: tests/support/letters_corpus.h.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/random.h"
+#include "tests/comm/comm_group.h"
+#include "tests/support/letters_corpus.h"
+#include "tools/trainer/speech_task.h"
+#include "tools/trainer/train_loop.h"
+
+using namespace sonata;
+using sonata::testing::comm_group;
+
+namespace {
+
+std::shared_ptr<ProcessGroup> shared_group() {
+  return std::shared_ptr<ProcessGroup>(&comm_group(), [](ProcessGroup*) {});
+}
+
+// One folder for the whole job: mpiexec (or ctest) is every rank's parent.
+std::string job_folder(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("sonata_ddp_" + name + "_" + std::to_string(::getppid())))
+      .string();
+}
+
+// Parameters, or the whole state (with BatchNorm's running statistics, which each rank
+// updates from its own batch after rank 0's were broadcast before the forward).
+std::vector<double> all_weights(Module& model, bool with_buffers = true) {
+  std::vector<double> values;
+  for (const auto& [name, tensor] : with_buffers ? model.state_dict() : model.named_parameters()) {
+    const auto v = tensor.to(DType::f64).to_vector<double>();
+    values.insert(values.end(), v.begin(), v.end());
+  }
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("trainer under DDP: identical replicas, and --resume continues bit for bit",
+          "[comm][trainer]") {
+  ProcessGroup& group = comm_group();
+  const std::string folder = job_folder("trainer");
+  // Each rank writes its own copy of the (deterministic) corpus; checkpoints are shared.
+  const std::string corpus = folder + "/corpus_" + std::to_string(group.rank());
+  std::filesystem::create_directories(corpus);
+  const std::string train = sonata::testing::write_letters_corpus(corpus, "train", 12, 7);
+
+  TrainerOptions options;
+  options.model = "ds2";
+  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
+  options.features.n_mels = 40;
+  options.train_manifest = train;
+  options.batch_size = 2;
+  options.epochs = 2;
+  options.lr = 1e-2;
+  options.progress = "none";
+  options.log_every = 1;
+  options.workers = 1;
+
+  auto run = [&](TrainerOptions run_options) {
+    manual_seed(run_options.seed);
+    auto task = std::make_unique<SpeechTask>(run_options, Vocabulary());
+    run_training(run_options, *task, Device::cpu(), shared_group());
+    return std::pair{all_weights(task->model(), false), all_weights(task->model())};
+  };
+  TrainerOptions straight = options;
+  straight.checkpoint_dir = folder + "/straight";
+  straight.metrics = corpus + "/straight.jsonl";
+  const auto [parameters, reference] = run(straight);
+
+  // Every rank holds rank 0's parameters.
+  Tensor first =
+      from_vector(parameters, {int64_t(parameters.size())}, TensorOptions{}.with(DType::f64));
+  group.broadcast(first, 0)->wait();
+  CHECK(first.to_vector<double>() == parameters);
+
+  TrainerOptions split = options;
+  split.checkpoint_dir = folder + "/split";
+  split.metrics = corpus + "/split.jsonl";
+  split.stop_after = 2;
+  run(split);
+  split.stop_after = 0;
+  split.resume = "auto";
+  CHECK(run(split).second == reference);
+
+  group.barrier()->wait();
+  if (group.rank() == 0) std::filesystem::remove_all(folder);
+}
