@@ -4,7 +4,7 @@
 #                          clips, held-out test voices), trains a small DeepSpeech2 with CTC on
 #                          it (the GPU if there is one, else the CPU), and ends with the dev
 #                          and test-voice CER/WER and decoded transcripts
-#   tools/demo.sh genre    genre: a synthetic six-genre music corpus, a narrow VGG19_BN on dB
+#   tools/demo.sh genre    genre: a synthetic 16-genre music corpus, a narrow VGG19_BN on dB
 #                          mel images of 2 s slices, ending with slice and track accuracy and
 #                          the confusion matrix
 # Any further arguments go to the trainer (e.g. --epochs 3, --device cpu). Data goes to
@@ -42,7 +42,7 @@ else
   exec "$build_dir/trainer" --model vgg19_bn --width 0.125 --in-channels 1 --dropout 0.2 \
     --train "$data/genre/train.tsv" --val "$data/genre/val.tsv" --test "$data/genre/test.tsv" \
     --slice-seconds 2 --image-height 64 --image-width 64 --n-fft 512 --hop-length 256 \
-    --batch-size 16 --epochs 8 --optimizer adamw --lr 1e-3 --weight-decay 5e-2 \
-    --warmup 1 --schedule cosine \
+    --batch-size 16 --epochs 30 --optimizer adamw --lr 2e-3 --weight-decay 5e-2 \
+    --warmup 2 --schedule cosine \
     --checkpoint-dir "$runs" "$@"
 fi
