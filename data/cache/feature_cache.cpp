@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/parallel_for.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
 #include "data/features/spectrogram.h"
@@ -40,29 +41,6 @@ std::string hex(uint64_t value) {
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", (unsigned long long)value);
   return text;
-}
-
-// A worker loop over items, the first exception rethrown after all stop.
-void for_each_item(int64_t count, int64_t workers, const std::function<void(int64_t)>& body) {
-  std::atomic<int64_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  auto run = [&] {
-    for (int64_t i = next++; i < count; i = next++) {
-      try {
-        body(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-        next = count;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int64_t t = 1; t < std::min(workers, count); ++t) threads.emplace_back(run);
-  run();
-  for (auto& thread : threads) thread.join();
-  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace
@@ -112,7 +90,7 @@ FeaturizeSummary featurize_clips(const std::vector<std::string>& clip_paths,
   std::vector<double> seconds(clip_paths.size(), 0);
   std::mutex progress_mutex;
   std::atomic<int64_t> done{0};
-  for_each_item(count, options.workers, [&](int64_t i) {
+  parallel_for(count, options.workers, [&](int64_t i) {
     const std::string& clip = clip_paths[size_t(i)];
     names[size_t(i)] = cache_file_name(clip, manifest_folder);
     const fs::path target = fs::path(cache_folder) / names[size_t(i)];

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "base/parallel_for.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
 #include "data/manifest/class_manifest.h"
@@ -14,7 +15,6 @@
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
 #include "models/registry.h"
-#include "tools/trainer/parallel_for.h"
 #include "tools/trainer/precision.h"
 
 namespace sonata {

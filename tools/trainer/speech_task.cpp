@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "base/parallel_for.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
 #include "data/augment/augment_key.h"
@@ -18,7 +19,6 @@
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "models/ctc_decode.h"
-#include "tools/trainer/parallel_for.h"
 #include "tools/trainer/precision.h"
 
 namespace sonata {

@@ -1,4 +1,4 @@
-#include "tools/trainer/parallel_for.h"
+#include "base/parallel_for.h"
 
 #include <algorithm>
 #include <atomic>
