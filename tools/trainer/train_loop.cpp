@@ -200,8 +200,9 @@ TrainResult Run::train() {
   steps_per_epoch_ = (batches_per_epoch + o_.accum_steps - 1) / o_.accum_steps;
   total_steps_ = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch_ * o_.epochs;
   epochs_ = (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_;
-  const double peak_lr = scale_lr(o_.lr, o_.batch_size * o_.accum_steps, o_.reference_batch,
-                                  parse_lr_scaling_rule(o_.lr_scaling));
+  // The global batch: every rank's micro-batches of one optimizer step.
+  const double peak_lr = scale_lr(o_.lr, o_.batch_size * o_.accum_steps * world_,
+                                  o_.reference_batch, parse_lr_scaling_rule(o_.lr_scaling));
   schedule_in_steps_ = o_.schedule_unit == "steps";
   schedule_ =
       make_schedule(o_, peak_lr, schedule_in_steps_ ? double(total_steps_) : double(epochs_));
@@ -246,8 +247,8 @@ TrainResult Run::train() {
 
   progress_.print(str("training on ", device_.str(), ": ", task_.describe()));
   progress_.print(str(total_steps_, " steps (", epochs_, " epochs of ", steps_per_epoch_,
-                      "), batch ", o_.batch_size, " x ", o_.accum_steps, " accumulated, peak lr ",
-                      peak_lr, ", metrics in ", metrics_path_));
+                      "), batch ", o_.batch_size, " x ", o_.accum_steps, " accumulated x ", world_,
+                      " processes, peak lr ", peak_lr, ", metrics in ", metrics_path_));
   for (int64_t epoch = start.epoch; epoch < epochs_ && !finished() && !result_.stopped_bad;
        ++epoch) {
     train_epoch(epoch, epoch == start.epoch ? start.batch : 0);
