@@ -13,6 +13,19 @@ namespace {
 const char* const kDs2Keys[] = {"conv-channels", "hidden", "layers",        "rnn",
                                 "bidirectional", "merge",  "seq-batch-norm"};
 const char* const kVggKeys[] = {"width", "dropout", "in-channels", "channels-last"};
+// Their defaults (the models' own), for --help.
+const std::map<std::string, std::string> kModelDefaults = {
+    {"conv-channels", "32"},
+    {"hidden", "256"},
+    {"layers", "3"},
+    {"rnn", "lstm | gru; lstm"},
+    {"bidirectional", "0 | 1; 1"},
+    {"merge", "concat | sum; concat"},
+    {"seq-batch-norm", "0 | 1; 0"},
+    {"width", "channel multiplier; 1"},
+    {"dropout", "0.5"},
+    {"in-channels", "3"},
+    {"channels-last", "true | false; false"}};
 
 bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
   for (const char* choice : choices)
@@ -30,7 +43,8 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
 
   app.add_option("--model", o.model, "ds2 | vgg19_bn")->capture_default_str()->group("Model");
   for (const char* key : kDs2Keys)
-    app.add_option(std::string("--") + key, o.model_config[key], "ds2 option (models/ds2.h)")
+    app.add_option(std::string("--") + key, o.model_config[key],
+                   "ds2 (models/ds2.h): " + kModelDefaults.at(key))
         ->group("Model");
   for (const char* key : kVggKeys)
     app.add_option(std::string("--") + key, o.model_config[key], "vgg19_bn option (models/vgg.h)")
