@@ -10,25 +10,6 @@ namespace {
 // Below this many elements the OpenMP fork costs more than the loop.
 constexpr int64_t kParallelGrain = 1 << 15;
 
-// Gradients come in every floating type: half ones from fp16 / bf16 models, f64 ones from
-// the reference runs.
-template <typename F>
-void dispatch_grad(DType dtype, F&& body) {
-  switch (dtype) {
-    case DType::f16:
-      return body.template operator()<Half>();
-    case DType::bf16:
-      return body.template operator()<BFloat16>();
-    case DType::f32:
-      return body.template operator()<float>();
-    case DType::f64:
-      return body.template operator()<double>();
-    default:
-      throw Error(str("non_finite_check_and_unscale: dtype ", dtype_name(dtype),
-                      " is not a floating-point gradient type"));
-  }
-}
-
 // kUnscale false: the check alone, nothing written.
 template <typename T, bool kUnscale>
 bool check_tensor(T* __restrict x, int64_t n, const compute_t<T> inv_scale) {
@@ -47,7 +28,7 @@ bool check_tensor(T* __restrict x, int64_t n, const compute_t<T> inv_scale) {
 void non_finite_check_and_unscale(DType dtype, void* const* tensors, const int64_t* numels,
                                   int64_t count, float* found_inf, const float* inv_scale) {
   SONATA_NVTX_RANGE("sonata::cpu::non_finite_check_and_unscale");
-  dispatch_grad(dtype, [&]<typename T>() {
+  dispatch_floating(dtype, "non_finite_check_and_unscale", [&]<typename T>() {
     bool non_finite = false;
     for (int64_t t = 0; t < count; ++t) {
       T* x = static_cast<T*>(tensors[t]);

@@ -69,6 +69,24 @@ void dispatch_float(DType dtype, const char* kernel, F&& body) {
   }
 }
 
+// Every floating type, half ones included (gradients of fp16 / bf16 models, f64 ones from
+// the reference runs).
+template <typename F>
+void dispatch_floating(DType dtype, const char* kernel, F&& body) {
+  switch (dtype) {
+    case DType::f16:
+      return body.template operator()<Half>();
+    case DType::bf16:
+      return body.template operator()<BFloat16>();
+    case DType::f32:
+      return body.template operator()<float>();
+    case DType::f64:
+      return body.template operator()<double>();
+    default:
+      throw Error(str(kernel, ": dtype ", dtype_name(dtype), " is not a floating-point type"));
+  }
+}
+
 // Every dtype, for copies, fills and comparisons.
 template <typename F>
 void dispatch_all(DType dtype, F&& body) {
