@@ -12,6 +12,12 @@ class NvtxRange {
   NvtxRange& operator=(const NvtxRange&) = delete;
 };
 
+// cudaProfilerStart / cudaProfilerStop: what `nsys profile --capture-range=cudaProfilerApi`
+// and `ncu --profile-from-start off` wait for. Return false (doing nothing) in a build
+// without CUDA.
+bool profiler_capture_start();
+bool profiler_capture_stop();
+
 }  // namespace sonata
 
 #define SONATA_NVTX_CONCAT_(a, b) a##b

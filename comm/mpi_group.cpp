@@ -209,6 +209,18 @@ std::shared_ptr<Work> MpiGroup::reduce_scatter(const Tensor& in, Tensor& out, Re
   return work;
 }
 
+std::shared_ptr<Work> MpiGroup::all_to_all(const Tensor& in, Tensor& out) {
+  check_thread("all_to_all");
+  check_all_to_all(in, out, device(), world_size_);
+  mpi_count(in, "all_to_all");
+  const int block = int(in.numel() / world_size_);
+  const MPI_Datatype type = mpi_type(in.dtype());
+  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{in, out});
+  MPI_CHECK(MPI_Ialltoall(in.data_ptr(), block, type, out.data_ptr(), block, type, comm_,
+                          work->request()));
+  return work;
+}
+
 std::shared_ptr<Work> MpiGroup::barrier() {
   check_thread("barrier");
   auto work = std::make_shared<MpiWork>(std::vector<Tensor>{});
@@ -225,6 +237,16 @@ std::shared_ptr<Work> MpiGroup::send(const Tensor& tensor, int peer, int tag) {
   MPI_CHECK(MPI_Isend(tensor.data_ptr(), mpi_count(tensor, "send"), mpi_type(tensor.dtype()), peer,
                       tag, comm_, work->request()));
   return work;
+}
+
+std::shared_ptr<ProcessGroup> MpiGroup::split(int color, int key) {
+  check_thread("split");
+  SONATA_CHECK(color >= 0, "split: color ", color, " must not be negative");
+  MPI_Comm part = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split(comm_, color, key, &part));
+  auto group = std::make_shared<MpiGroup>(part, local_rank_);  // duplicates `part`
+  MPI_CHECK(MPI_Comm_free(&part));
+  return group;
 }
 
 std::shared_ptr<Work> MpiGroup::recv(Tensor& tensor, int peer, int tag) {

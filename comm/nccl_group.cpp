@@ -157,12 +157,30 @@ NcclGroup::NcclGroup(MPI_Comm world, int local_rank) : local_rank_(local_rank) {
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, world));
   NCCL_CHECK(ncclCommInitRank(&comm_, world_size_, id, rank_));
+  adopt_communicator();
+}
+
+NcclGroup::NcclGroup(const NcclGroup& parent, int color, int key)
+    : local_rank_(parent.local_rank_), device_(parent.device_) {
+  SONATA_CHECK(color >= 0, "split: color ", color, " must not be negative");
+  set_cuda_device(device_);
+  NCCL_CHECK(ncclCommSplit(parent.comm_, color, key, &comm_, nullptr));
+  NCCL_CHECK(ncclCommUserRank(comm_, &rank_));
+  NCCL_CHECK(ncclCommCount(comm_, &world_size_));
+  adopt_communicator();
+}
+
+void NcclGroup::adopt_communicator() {
   {
     std::lock_guard<std::mutex> lock(g_comms_mutex);
     live_comms().push_back(comm_);
   }
   stream_ = std::make_unique<Stream>(device_);
   barrier_word_ = zeros({1}, TensorOptions{}.with(DType::f32).with(device()));
+}
+
+std::shared_ptr<ProcessGroup> NcclGroup::split(int color, int key) {
+  return std::make_shared<NcclGroup>(*this, color, key);
 }
 
 NcclGroup::~NcclGroup() {
@@ -226,6 +244,26 @@ std::shared_ptr<Work> NcclGroup::reduce_scatter(const Tensor& in, Tensor& out, R
   follow_caller();
   NCCL_CHECK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), size_t(out.numel()),
                                nccl_type(in.dtype()), nccl_op(op), comm_, stream_->get()));
+  return done({in, out});
+}
+
+std::shared_ptr<Work> NcclGroup::all_to_all(const Tensor& in, Tensor& out) {
+  check_all_to_all(in, out, device(), world_size_);
+  follow_caller();
+  const size_t block = size_t(in.numel() / world_size_);
+  const size_t block_bytes = block * size_t(dtype_size(in.dtype()));
+  const auto* send_base = static_cast<const char*>(in.data_ptr());
+  auto* recv_base = static_cast<char*>(out.data_ptr());
+  // One group: NCCL posts every pair's send and receive together, so no rank waits on a peer
+  // that is itself waiting (issued one by one they could deadlock).
+  NCCL_CHECK(ncclGroupStart());
+  for (int peer = 0; peer < world_size_; ++peer) {
+    NCCL_CHECK(ncclSend(send_base + size_t(peer) * block_bytes, block, nccl_type(in.dtype()), peer,
+                        comm_, stream_->get()));
+    NCCL_CHECK(ncclRecv(recv_base + size_t(peer) * block_bytes, block, nccl_type(in.dtype()), peer,
+                        comm_, stream_->get()));
+  }
+  NCCL_CHECK(ncclGroupEnd());
   return done({in, out});
 }
 

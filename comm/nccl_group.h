@@ -26,6 +26,8 @@ class NcclGroup final : public ProcessGroup {
   // sets it, then rank 0's ncclGetUniqueId reaches every rank by MPI_Bcast and each calls
   // ncclCommInitRank.
   NcclGroup(MPI_Comm world, int local_rank);
+  // The part of `parent` with this `color` (ncclCommSplit, a collective over `parent`).
+  NcclGroup(const NcclGroup& parent, int color, int key);
   ~NcclGroup() override;
   NcclGroup(const NcclGroup&) = delete;
   NcclGroup& operator=(const NcclGroup&) = delete;
@@ -42,11 +44,15 @@ class NcclGroup final : public ProcessGroup {
   std::shared_ptr<Work> broadcast(Tensor& tensor, int root) override;
   std::shared_ptr<Work> all_gather(const Tensor& in, Tensor& out) override;
   std::shared_ptr<Work> reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) override;
+  std::shared_ptr<Work> all_to_all(const Tensor& in, Tensor& out) override;
   std::shared_ptr<Work> barrier() override;
   std::shared_ptr<Work> send(const Tensor& tensor, int peer, int tag) override;
   std::shared_ptr<Work> recv(Tensor& tensor, int peer, int tag) override;
+  std::shared_ptr<ProcessGroup> split(int color, int key) override;
 
  private:
+  // Registers comm_ for the fatal handler; makes the stream and the barrier word.
+  void adopt_communicator();
   // Orders the communication stream after the work queued so far on the caller's stream.
   void follow_caller();
   // Records the done event after the NCCL call; `tensors` live until the Work is waited.

@@ -41,4 +41,18 @@ void check_rank(int rank, int world_size, const char* what, const char* name) {
                " is out of range for a world of ", world_size);
 }
 
+void check_all_to_all(const Tensor& in, const Tensor& out, Device device, int world_size) {
+  check_comm_tensor(in, device, "all_to_all", "in");
+  check_comm_tensor(out, device, "all_to_all", "out");
+  SONATA_CHECK(in.dtype() == out.dtype(), "all_to_all: in is ", dtype_name(in.dtype()),
+               " but out is ", dtype_name(out.dtype()));
+  SONATA_CHECK(in.numel() == out.numel(), "all_to_all: in has ", in.numel(),
+               " elements but out has ", out.numel());
+  SONATA_CHECK(in.numel() % world_size == 0, "all_to_all: ", in.numel(),
+               " elements do not split into ", world_size, " equal blocks");
+  SONATA_CHECK(!in.same(out) || world_size == 1,
+               "all_to_all: in and out must not be the same "
+               "tensor");
+}
+
 }  // namespace sonata

@@ -60,10 +60,18 @@ class ProcessGroup {
   // in holds world_size() * out.numel() elements; rank r gets the reduction of block r.
   virtual std::shared_ptr<Work> reduce_scatter(const Tensor& in, Tensor& out,
                                                ReduceOp op = ReduceOp::sum) = 0;
+  // in and out hold the same number of elements, world_size() blocks of equal size: block p
+  // of `in` goes to rank p, block p of `out` comes from rank p (torch's all_to_all_single).
+  virtual std::shared_ptr<Work> all_to_all(const Tensor& in, Tensor& out) = 0;
   virtual std::shared_ptr<Work> barrier() = 0;
   // Point to point. NCCL has no tags: its messages match in the order they are posted.
   virtual std::shared_ptr<Work> send(const Tensor& tensor, int peer, int tag = 0) = 0;
   virtual std::shared_ptr<Work> recv(Tensor& tensor, int peer, int tag = 0) = 0;
+
+  // A collective that makes a new group of the ranks passing the same `color` (>= 0), ranked
+  // by `key` then by rank (MPI_Comm_split, ncclCommSplit). With one color for all it is a
+  // duplicate: the same ranks, but collectives on it are ordered independently of this one.
+  virtual std::shared_ptr<ProcessGroup> split(int color, int key) = 0;
 };
 
 // A Work that is already done (the single group, empty tensors).
@@ -75,5 +83,7 @@ void check_comm_tensor(const Tensor& tensor, Device device, const char* what, co
 void check_reduce(DType dtype, ReduceOp op, const char* what);
 void check_rank(int rank, int world_size, const char* what, const char* name);
 const char* reduce_op_name(ReduceOp op);
+// all_to_all's: both on `device`, one dtype, equal sizes divisible by the world size.
+void check_all_to_all(const Tensor& in, const Tensor& out, Device device, int world_size);
 
 }  // namespace sonata

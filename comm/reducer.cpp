@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/nvtx.h"
 #include "comm/bucket_layout.h"
+#include "comm/compressed_all_reduce.h"
 #include "engine/autograd/grad_mode.h"
 
 namespace sonata {
@@ -53,6 +54,7 @@ struct Reducer::State {
 
   NamedTensors params;
   std::shared_ptr<ProcessGroup> group;
+  std::shared_ptr<ProcessGroup> gather_group;  // compressed buckets' second phase
   ReducerOptions options;
 
   std::vector<Bucket> buckets;
@@ -128,7 +130,12 @@ struct Reducer::State {
 
   void launch(size_t b) {
     SONATA_NVTX_RANGE("sonata::reducer::launch");
-    buckets[b].work = group->all_reduce(buckets[b].flat, ReduceOp::avg);
+    Tensor& flat = buckets[b].flat;
+    if (options.comm_dtype && !is_half(flat.dtype()))
+      buckets[b].work =
+          all_reduce_compressed(*group, *gather_group, flat, *options.comm_dtype, ReduceOp::avg);
+    else
+      buckets[b].work = group->all_reduce(flat, ReduceOp::avg);
     log(ReducerEvent::Kind::bucket_launched, b);
   }
 
@@ -208,6 +215,8 @@ Reducer::Reducer(NamedTensors parameters, std::shared_ptr<ProcessGroup> group,
                "Reducer: bucket caps must be positive, got bucket_cap_bytes ",
                options.bucket_cap_bytes, " and first_bucket_cap_bytes ",
                options.first_bucket_cap_bytes);
+  SONATA_CHECK(!options.comm_dtype || is_half(*options.comm_dtype),
+               "Reducer: comm_dtype must be f16 or bf16, got ", dtype_name(*options.comm_dtype));
   for (const auto& [name, p] : parameters) {
     SONATA_CHECK(p.defined() && p.is_leaf() && p.requires_grad(), "Reducer: parameter '", name,
                  "' must be a leaf tensor that requires grad");
@@ -221,6 +230,7 @@ Reducer::Reducer(NamedTensors parameters, std::shared_ptr<ProcessGroup> group,
   s.params = std::move(parameters);
   s.group = std::move(group);
   s.options = options;
+  if (options.comm_dtype) s.gather_group = s.group->split(0, s.group->rank());
 
   const std::vector<int64_t> signatures = gather_all(*s.group, int64_t(signature(s.params)));
   const std::string differing = ranks_differing_from_root(signatures);

@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "comm/process_group.h"
@@ -50,6 +51,9 @@ struct ReducerOptions {
   int64_t bucket_cap_bytes = int64_t(25) << 20;
   int64_t first_bucket_cap_bytes = int64_t(1) << 20;
   bool find_unused_parameters = false;
+  // f16 or bf16: f32/f64 buckets travel in that dtype and are summed in f32 (see
+  // comm/compressed_all_reduce.h); none: buckets travel in the gradients' own dtype.
+  std::optional<DType> comm_dtype;
 };
 
 // What the reducer did during the latest synchronised backward and finish(), in order.

@@ -41,6 +41,12 @@ std::shared_ptr<Work> SingleGroup::reduce_scatter(const Tensor& in, Tensor& out,
   return completed_work();
 }
 
+std::shared_ptr<Work> SingleGroup::all_to_all(const Tensor& in, Tensor& out) {
+  check_all_to_all(in, out, device_, 1);
+  copy_whole(in, out, "all_to_all");
+  return completed_work();
+}
+
 std::shared_ptr<Work> SingleGroup::barrier() {
   return completed_work();
 }
@@ -51,6 +57,11 @@ std::shared_ptr<Work> SingleGroup::send(const Tensor&, int peer, int) {
 
 std::shared_ptr<Work> SingleGroup::recv(Tensor&, int peer, int) {
   throw Error(str("recv: peer ", peer, " does not exist in a single-process group"));
+}
+
+std::shared_ptr<ProcessGroup> SingleGroup::split(int color, int) {
+  SONATA_CHECK(color >= 0, "split: color ", color, " must not be negative");
+  return std::make_shared<SingleGroup>(device_);
 }
 
 }  // namespace sonata

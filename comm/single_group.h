@@ -19,10 +19,12 @@ class SingleGroup final : public ProcessGroup {
   std::shared_ptr<Work> broadcast(Tensor& tensor, int root) override;
   std::shared_ptr<Work> all_gather(const Tensor& in, Tensor& out) override;
   std::shared_ptr<Work> reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) override;
+  std::shared_ptr<Work> all_to_all(const Tensor& in, Tensor& out) override;
   std::shared_ptr<Work> barrier() override;
   // A single process has no peer: both throw.
   std::shared_ptr<Work> send(const Tensor& tensor, int peer, int tag) override;
   std::shared_ptr<Work> recv(Tensor& tensor, int peer, int tag) override;
+  std::shared_ptr<ProcessGroup> split(int color, int key) override;
 
  private:
   Device device_;

@@ -6,6 +6,9 @@
 
 #if SONATA_WITH_CUDA
 #include <cuda_runtime_api.h>
+
+#include "base/cuda_check.h"
+#include "engine/cuda/stream.h"
 #endif
 
 namespace sonata {
@@ -76,6 +79,17 @@ std::string cuda_unavailable_reason() {
 
 bool cuda_available() {
   return cuda_device_count() > 0;
+}
+
+void device_synchronize(Device device) {
+#if SONATA_WITH_CUDA
+  if (device.is_cuda()) {
+    set_cuda_device(device.index);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+#else
+  (void)device;
+#endif
 }
 
 }  // namespace sonata

@@ -28,5 +28,8 @@ int cuda_device_count();  // 0 without a driver, a device, or the CUDA build
 bool cuda_available();
 // Why cuda_available() is false, in one sentence (for skipped tests and --device errors).
 std::string cuda_unavailable_reason();
+// Blocks the host until everything queued on `device` has run (a no-op on the CPU). For
+// timing and profiling boundaries, never inside a training step.
+void device_synchronize(Device device);
 
 }  // namespace sonata

@@ -5,6 +5,7 @@
 // are waiting in.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -245,4 +246,37 @@ TEST_CASE("barrier holds every rank until the last arrives", "[comm][barrier]") 
   const double waited = std::chrono::duration<double>(Clock::now() - start).count();
   // Every rank, not only rank 0 which slept, has waited for rank 0.
   CHECK(waited > 0.25);
+}
+
+TEST_CASE("split makes groups of one color ranked by key", "[comm][split]") {
+  ProcessGroup& group = comm_group();
+  const int r = group.rank(), W = group.world_size();
+  // Even and odd ranks, each part ranked in reverse.
+  const std::shared_ptr<ProcessGroup> part = group.split(r % 2, -r);
+  int size = 0;
+  std::vector<int> members;
+  for (int k = 0; k < W; ++k)
+    if (k % 2 == r % 2) members.push_back(k);
+  size = int(members.size());
+  CHECK(part->world_size() == size);
+  // Reverse order: the highest rank of the part is its rank 0.
+  const int expected_rank = int(std::find(members.rbegin(), members.rend(), r) - members.rbegin());
+  CHECK(part->rank() == expected_rank);
+  Tensor t = make(1, DType::i64, [&](int64_t) { return r + 1; });
+  part->all_reduce(t, ReduceOp::sum)->wait();
+  int64_t member_sum = 0;
+  for (int k : members) member_sum += k + 1;
+  CHECK_MATCHES(t, [&](int64_t) { return member_sum; });
+  // A duplicate orders its collectives apart from the parent's: both in flight at once.
+  const std::shared_ptr<ProcessGroup> duplicate = group.split(0, r);
+  CHECK(duplicate->rank() == r);
+  Tensor a = make(3, DType::f32, [&](int64_t) { return 1; });
+  Tensor b = make(3, DType::f32, [&](int64_t) { return 2; });
+  auto on_duplicate = duplicate->all_reduce(b, ReduceOp::sum);
+  auto on_parent = group.all_reduce(a, ReduceOp::sum);
+  on_parent->wait();
+  on_duplicate->wait();
+  CHECK_MATCHES(a, [&](int64_t) { return W; });
+  CHECK_MATCHES(b, [&](int64_t) { return 2 * W; });
+  CHECK_THROWS_WITH(group.split(-1, 0), Catch::Contains("color -1"));
 }

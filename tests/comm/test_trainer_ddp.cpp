@@ -96,3 +96,38 @@ TEST_CASE("trainer under DDP: identical replicas, and --resume continues bit for
   group.barrier()->wait();
   if (group.rank() == 0) std::filesystem::remove_all(folder);
 }
+
+TEST_CASE("trainer with --sync-bn and a bf16 all-reduce keeps whole replicas identical",
+          "[comm][trainer]") {
+  ProcessGroup& group = comm_group();
+  const std::string folder = job_folder("sync_bn");
+  const std::string corpus = folder + "/corpus_" + std::to_string(group.rank());
+  std::filesystem::create_directories(corpus);
+  TrainerOptions options;
+  options.model = "ds2";
+  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
+  options.features.n_mels = 40;
+  options.train_manifest = sonata::testing::write_letters_corpus(corpus, "train", 12, 7);
+  options.batch_size = 2;
+  options.epochs = 1;
+  options.lr = 1e-2;
+  options.progress = "none";
+  options.workers = 1;
+  options.metrics = corpus + "/metrics.jsonl";
+  options.sync_bn = true;
+  options.ddp_comm_dtype = "bf16";
+  options.bucket_mb = 0.01;  // many buckets: several compressed all-reduces in flight
+  manual_seed(options.seed);
+  auto task = std::make_unique<SpeechTask>(options, Vocabulary());
+  const TrainResult result = run_training(options, *task, Device::cpu(), shared_group());
+  CHECK(!result.stopped_bad);
+  CHECK(result.steps > 0);
+  // BatchNorm's running statistics are not broadcast under --sync-bn: they agree only because
+  // every rank normalised with the statistics of the global batch.
+  const std::vector<double> state = all_weights(task->model());
+  Tensor first = from_vector(state, {int64_t(state.size())}, TensorOptions{}.with(DType::f64));
+  group.broadcast(first, 0)->wait();
+  CHECK(first.to_vector<double>() == state);
+  group.barrier()->wait();
+  if (group.rank() == 0) std::filesystem::remove_all(folder);
+}

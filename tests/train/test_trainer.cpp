@@ -18,12 +18,12 @@
 
 #include "base/error.h"
 #include "data/audio/decode.h"
+#include "data/cache/feature_cache.h"
 #include "engine/io/safetensors.h"
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
-#include "data/cache/feature_cache.h"
 #include "tools/trainer/class_task.h"
 #include "tools/trainer/config_file.h"
 #include "tools/trainer/init_from.h"
@@ -146,6 +146,27 @@ TEST_CASE("trainer options: bad config files and combinations get one sentence",
   o = options;
   o.eval_only = true;
   refused(o, "--eval-only needs weights");
+  for (const char* steps : {"3", "0:2", "5:4", "2:x", ":"}) {
+    o = options;
+    o.profile_steps = steps;
+    refused(o, "--profile-steps must be A:B");
+  }
+  o = options;
+  o.ddp_comm_dtype = "fp8";
+  refused(o, "--ddp-comm-dtype must be same, fp16 or bf16");
+  o = options;
+  o.bucket_mb = 0;
+  refused(o, "--bucket-mb must be positive");
+
+  const TrainerOptions parsed =
+      parse_command_line({"--train", "a.tsv", "--profile-steps", "10:12", "--bucket-mb", "4",
+                          "--sync-bn", "--ddp-comm-dtype", "bf16", "--find-unused-parameters"});
+  CHECK(parsed.profile_range() == std::pair<int64_t, int64_t>{10, 12});
+  CHECK(parsed.bucket_mb == 4);
+  CHECK(parsed.sync_bn);
+  CHECK(parsed.find_unused_parameters);
+  CHECK(parsed.ddp_comm_dtype == "bf16");
+  CHECK(options.profile_range() == std::pair<int64_t, int64_t>{0, 0});
 }
 
 #if SONATA_WITH_SNDFILE

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "base/nvtx.h"
 #include "base/parallel_for.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
@@ -160,9 +161,15 @@ HostBatch ClassTask::batch_of(const ImageSplit& data, const std::vector<int64_t>
 }
 
 Tensor ClassTask::loss(const HostBatch& batch, Device device) {
-  const Tensor images = batch.tensors[0].to(device, true).to(compute_dtype_);
+  Tensor images, labels;
+  {
+    SONATA_NVTX_RANGE("sonata::step::host_to_device");
+    images = batch.tensors[0].to(device, true).to(compute_dtype_);
+    labels = batch.tensors[1].to(device, true);
+  }
+  SONATA_NVTX_RANGE("sonata::step::forward");
   const Tensor logits = model_->forward(images);
-  return cross_entropy(cast(logits, DType::f32), batch.tensors[1].to(device, true));
+  return cross_entropy(cast(logits, DType::f32), labels);
 }
 
 EvalCounts ClassTask::evaluate(const std::string& name, Device device, int64_t rank,

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "base/nvtx.h"
 #include "base/parallel_for.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
@@ -216,7 +217,12 @@ void SpeechTask::spec_augment_item(float* frames, int64_t count, int64_t epoch,
 }
 
 Tensor SpeechTask::loss(const HostBatch& batch, Device device) {
-  const Tensor input = batch.tensors[0].to(device, true).to(compute_dtype_);
+  Tensor input;
+  {
+    SONATA_NVTX_RANGE("sonata::step::host_to_device");
+    input = batch.tensors[0].to(device, true).to(compute_dtype_);
+  }
+  SONATA_NVTX_RANGE("sonata::step::forward");
   const Ds2Output out = model_->forward_logits(input, batch.tensors[1]);
   return ctc_loss_from_logits(out.output, batch.tensors[2], out.output_lengths, batch.tensors[3],
                               ctc_options());

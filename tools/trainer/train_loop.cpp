@@ -5,9 +5,12 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 #include "base/error.h"
+#include "base/nvtx.h"
 #include "comm/ddp.h"
+#include "comm/sync_batch_norm.h"
 #include "data/sampling/class_balanced_sampler.h"
 #include "data/sampling/length_bucket_sampler.h"
 #include "data/sampling/random_batch_sampler.h"
@@ -20,6 +23,7 @@
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/param_groups.h"
 #include "engine/optim/sgd.h"
+#include "models/layers/batch_norm.h"
 #include "tools/trainer/init_from.h"
 #include "tools/trainer/metrics_log.h"
 #include "tools/trainer/precision.h"
@@ -112,6 +116,9 @@ class Run {
   EvalResult evaluate(const std::string& split, int64_t epoch);
   void save_checkpoint(const TrainPosition& position, std::optional<double> metric);
   bool finished() const { return step_ >= total_steps_ || stop_requested_; }
+  // --profile-steps: the CUDA profiler's capture around steps [profile_first_, profile_last_].
+  void start_profiling();
+  void stop_profiling();
   bool is_main() const { return rank_ == 0; }
   // Sums `values` over the ranks (identity in one process).
   std::vector<double> sum_over_ranks(std::vector<double> values);
@@ -141,6 +148,8 @@ class Run {
   int64_t step_ = 0, first_step_ = 0;  // first_step_: where this run started (resumes)
   int64_t last_saved_step_ = -1;
   bool stop_requested_ = false;
+  int64_t profile_first_ = 0, profile_last_ = 0;
+  bool profiling_ = false;
   TrainResult result_;
 
   // Between log points: sums on the device, read by the host only there.
@@ -175,6 +184,7 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
   model_.to(device);
   cast_for_precision(model_, compute_dtype(o.precision));
   model_.train();
+  std::tie(profile_first_, profile_last_) = o.profile_range();
 }
 
 TrainResult Run::evaluate_only() {
@@ -239,7 +249,20 @@ TrainResult Run::train() {
   step_ = first_step_ = start.step;
   if (group_) {
     // After the weights are final (moved, cast, resumed): rank 0's replace every rank's.
-    ddp_ = std::make_unique<DistributedDataParallel>(task_.shared_model(), group_);
+    DdpOptions ddp_options;
+    ddp_options.reducer.bucket_cap_bytes = int64_t(o_.bucket_mb * double(1 << 20));
+    ddp_options.reducer.first_bucket_cap_bytes =
+        std::min(ddp_options.reducer.bucket_cap_bytes, int64_t(1) << 20);
+    ddp_options.reducer.find_unused_parameters = o_.find_unused_parameters;
+    if (o_.ddp_comm_dtype != "same")
+      ddp_options.reducer.comm_dtype = o_.ddp_comm_dtype == "fp16" ? DType::f16 : DType::bf16;
+    if (o_.sync_bn) {
+      // Statistics on a group of their own, so their gathers never queue behind (or in
+      // between) the gradient buckets'; identical statistics make broadcasts unnecessary.
+      set_batch_norm_stats_reducer(model_, make_batch_norm_stats_reducer(group_->split(0, rank_)));
+      ddp_options.broadcast_buffers = false;
+    }
+    ddp_ = std::make_unique<DistributedDataParallel>(task_.shared_model(), group_, ddp_options);
     progress_.print(str("data parallel over ", world_, " processes (", group_->backend(),
                         "), batch ", o_.batch_size, " per process"));
   }
@@ -279,11 +302,17 @@ void Run::train_epoch(int64_t epoch, int64_t first_batch) {
   const size_t count = batches.size();
   loader_.start(batches, epoch, first_batch);
   for (size_t index = size_t(first_batch); index < count && !finished();) {
+    if (step_ + 1 == profile_first_) start_profiling();
+    SONATA_NVTX_RANGE("sonata::step");
     // One optimizer step over accum_steps micro-batches (fewer at the end of an epoch).
     const size_t micro = std::min<size_t>(size_t(o_.accum_steps), count - index);
     for (size_t m = 0; m < micro; ++m, ++index) {
       const Clock::time_point wait_start = Clock::now();
-      const std::optional<HostBatch> batch = loader_.next();
+      std::optional<HostBatch> batch;
+      {
+        SONATA_NVTX_RANGE("sonata::step::data_wait");
+        batch = loader_.next();
+      }
       wait_since_log_ += seconds_since(wait_start);
       // Under DDP, gradients are reduced on the last micro-batch only (no_sync before it).
       std::optional<NoSync> local_only;
@@ -293,14 +322,37 @@ void Run::train_epoch(int64_t epoch, int64_t first_batch) {
         ddp_->prepare_for_backward();
       }
       const Tensor loss = task_.loss(*batch, device_);
-      scaler_->scale(loss * (1.0 / double(micro))).backward();
+      {
+        SONATA_NVTX_RANGE("sonata::step::backward");
+        scaler_->scale(loss * (1.0 / double(micro))).backward();
+      }
       track_loss(loss.detach());
       items_since_log_ += batch->items;
     }
-    if (ddp_) ddp_->finish();
+    if (ddp_) {
+      SONATA_NVTX_RANGE("sonata::step::reducer_finish");
+      ddp_->finish();
+    }
     optimizer_step(epoch, index, count);
+    if (step_ == profile_last_) stop_profiling();
     if (result_.stopped_bad) break;
   }
+}
+
+void Run::start_profiling() {
+  profiling_ = profiler_capture_start();
+  progress_.print(profiling_ ? str("profiling steps ", profile_first_, " to ", profile_last_,
+                                   " (cudaProfilerStart)")
+                             : str("--profile-steps: no CUDA profiler capture in this run (",
+                                   device_.is_cuda() ? "the call failed" : "not on a GPU",
+                                   "); NVTX ranges still mark every step"));
+}
+
+void Run::stop_profiling() {
+  if (!profiling_) return;
+  device_synchronize(device_);  // the captured steps' kernels finish inside the capture
+  profiler_capture_stop();
+  profiling_ = false;
 }
 
 // Per micro-batch, on the device: the loss summed for the log, and the run of consecutive
@@ -316,6 +368,7 @@ void Run::track_loss(const Tensor& loss) {
 }
 
 void Run::optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches) {
+  SONATA_NVTX_RANGE("sonata::step::optimizer");
   scaler_->unscale_(parameters_);
   norm_ = o_.grad_clip > 0 ? clip_grad_norm_(parameters_, o_.grad_clip) : grad_norm(parameters_);
   optimizer_->step(scaler_->step_scaling(parameters_));

@@ -184,6 +184,23 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.add_option("--device", o.device, "auto | cpu | cuda | cuda:N")
       ->capture_default_str()
       ->group(run);
+  app.add_option("--profile-steps", o.profile_steps,
+                 "A:B: capture steps A..B only (nsys --capture-range=cudaProfilerApi)")
+      ->group(run);
+
+  const char* parallel = "Data parallel (mpirun -np R ./trainer ...)";
+  app.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MiB (the first: 1 MiB)")
+      ->capture_default_str()
+      ->group(parallel);
+  app.add_flag("--find-unused-parameters", o.find_unused_parameters,
+               "allow parameters that get no gradient in a step")
+      ->group(parallel);
+  app.add_flag("--sync-bn", o.sync_bn, "BatchNorm statistics over every process's batch")
+      ->group(parallel);
+  app.add_option("--ddp-comm-dtype", o.ddp_comm_dtype,
+                 "same | fp16 | bf16: gradients travel in this dtype, summed in fp32")
+      ->capture_default_str()
+      ->group(parallel);
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints (and metrics) go")
       ->group(run);
   app.add_option("--keep-checkpoints", o.keep_checkpoints, "newest checkpoints kept (+ the best)")
@@ -290,8 +307,32 @@ void TrainerOptions::check() const {
   SONATA_CHECK(one_of(progress, {"auto", "bar", "lines", "none"}),
                "--progress must be auto, bar, lines or none, got '", progress, "'");
   SONATA_CHECK(log_every >= 1, "--log-every must be at least 1");
+  SONATA_CHECK(bucket_mb > 0, "--bucket-mb must be positive, got ", bucket_mb);
+  SONATA_CHECK(one_of(ddp_comm_dtype, {"same", "fp16", "bf16"}),
+               "--ddp-comm-dtype must be same, fp16 or bf16, got '", ddp_comm_dtype, "'");
+  profile_range();  // throws naming a malformed --profile-steps
   SONATA_CHECK(slice_seconds > 0 && image_height > 0 && image_width > 0,
                "--slice-seconds, --image-height and --image-width must be positive");
+}
+
+std::pair<int64_t, int64_t> TrainerOptions::profile_range() const {
+  if (profile_steps.empty()) return {0, 0};
+  const size_t colon = profile_steps.find(':');
+  int64_t first = 0, last = 0;
+  const auto parse = [&](const std::string& text, int64_t& value) {
+    size_t used = 0;
+    try {
+      value = std::stoll(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    return used > 0 && used == text.size();
+  };
+  SONATA_CHECK(colon != std::string::npos && parse(profile_steps.substr(0, colon), first) &&
+                   parse(profile_steps.substr(colon + 1), last) && first >= 1 && last >= first,
+               "--profile-steps must be A:B with 1 <= A <= B (optimizer steps), got '",
+               profile_steps, "'");
+  return {first, last};
 }
 
 std::string TrainerOptions::to_json() const {
@@ -342,6 +383,10 @@ std::string TrainerOptions::to_json() const {
   json["sortagrad"] = sortagrad;
   json["class-balanced"] = class_balanced;
   json["device"] = device;
+  json["bucket-mb"] = bucket_mb;
+  json["find-unused-parameters"] = find_unused_parameters;
+  json["sync-bn"] = sync_bn;
+  json["ddp-comm-dtype"] = ddp_comm_dtype;
   return json.dump();
 }
 

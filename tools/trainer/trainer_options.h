@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/feature_flags.h"
@@ -69,6 +70,13 @@ struct TrainerOptions {
   std::string device = "auto";  // auto | cpu | cuda | cuda:N
   bool sortagrad = false;
   bool class_balanced = false;  // classification: sample classes equally often
+  std::string profile_steps;    // "A:B": cudaProfilerStart before step A, Stop after step B
+
+  // Data parallel (under mpirun / srun).
+  double bucket_mb = 25;  // gradient bucket cap (the first bucket: 1 MiB)
+  bool find_unused_parameters = false;
+  bool sync_bn = false;                 // BatchNorm statistics over every rank's batch
+  std::string ddp_comm_dtype = "same";  // same | fp16 | bf16: the all-reduce's wire dtype
 
   // Checkpoints and evaluation.
   std::string checkpoint_dir;
@@ -91,6 +99,8 @@ struct TrainerOptions {
   std::string config_file;
 
   bool is_asr() const { return model == "ds2"; }
+  // --profile-steps as [first, last] optimizer steps (counted from 1); {0, 0} when unset.
+  std::pair<int64_t, int64_t> profile_range() const;
   // One sentence for the first invalid setting or combination, else nothing.
   void check() const;
   // Every option as JSON text (the checkpoint keeps it; --resume compares it).

@@ -1,0 +1,106 @@
+#include "comm/compressed_all_reduce.h"
+
+#include <utility>
+
+#include "base/error.h"
+#include "base/nvtx.h"
+#include "engine/autograd/grad_mode.h"
+#include "engine/ops.h"
+
+namespace sonata {
+namespace {
+
+class CompressedAllReduce final : public Work {
+ public:
+  CompressedAllReduce(ProcessGroup& exchange, ProcessGroup& gather, Tensor tensor, DType wire,
+                      ReduceOp op)
+      : exchange_(exchange), gather_(gather), tensor_(std::move(tensor)), wire_(wire), op_(op) {
+    NoGradGuard no_grad;
+    const int64_t world = exchange_.world_size();
+    numel_ = tensor_.numel();
+    block_ = (numel_ + world - 1) / world;
+    const TensorOptions wire_options = tensor_.options().with(wire_);
+    // Padding past numel_ stays zero, so every block has the same size.
+    Tensor outgoing = zeros({block_ * world}, wire_options);
+    outgoing.slice(0, 0, numel_).copy_(tensor_.view({numel_}));
+    incoming_ = empty({block_ * world}, wire_options);
+    outgoing_ = outgoing;
+    work_ = exchange_.all_to_all(outgoing_, incoming_);
+  }
+
+  void wait() override { run_to_end(false); }
+  void synchronize() override { run_to_end(true); }
+  bool completed() override {
+    while (phase_ != Phase::done && work_->completed()) advance();
+    return phase_ == Phase::done;
+  }
+
+ private:
+  enum class Phase { exchange, gather, done };
+
+  void run_to_end(bool block_host) {
+    while (phase_ != Phase::done) {
+      if (block_host)
+        work_->synchronize();
+      else
+        work_->wait();
+      advance();
+    }
+  }
+
+  // The current phase's transfer has finished: start the next one.
+  void advance() {
+    SONATA_NVTX_RANGE("sonata::all_reduce_compressed::advance");
+    NoGradGuard no_grad;
+    work_->wait();  // NCCL: orders this stream after the transfer; MPI: already done
+    if (phase_ == Phase::exchange) {
+      const DType accumulate = tensor_.dtype() == DType::f64 ? DType::f64 : DType::f32;
+      const int64_t world = exchange_.world_size();
+      Tensor total = sum(incoming_.view({world, block_}).to(accumulate), {0});
+      if (op_ == ReduceOp::avg) total = div(total, full({1}, double(world), total.options()));
+      Tensor mine = total.to(wire_);
+      gathered_ = empty({block_ * world}, mine.options());
+      outgoing_ = mine;
+      incoming_ = Tensor();
+      work_ = gather_.all_gather(outgoing_, gathered_);
+      phase_ = Phase::gather;
+    } else {
+      tensor_.view({numel_}).copy_(gathered_.slice(0, 0, numel_));
+      outgoing_ = gathered_ = Tensor();
+      work_.reset();
+      phase_ = Phase::done;
+    }
+  }
+
+  ProcessGroup& exchange_;
+  ProcessGroup& gather_;
+  Tensor tensor_;
+  DType wire_;
+  ReduceOp op_;
+  int64_t numel_ = 0;
+  int64_t block_ = 0;
+  Tensor outgoing_, incoming_, gathered_;  // held until their transfer is done
+  std::shared_ptr<Work> work_;
+  Phase phase_ = Phase::exchange;
+};
+
+}  // namespace
+
+std::shared_ptr<Work> all_reduce_compressed(ProcessGroup& exchange, ProcessGroup& gather,
+                                            Tensor& tensor, DType wire, ReduceOp op) {
+  check_comm_tensor(tensor, exchange.device(), "all_reduce_compressed", "input");
+  SONATA_CHECK(gather.world_size() == exchange.world_size() && gather.rank() == exchange.rank(),
+               "all_reduce_compressed: the gather group (rank ", gather.rank(), " of ",
+               gather.world_size(), ") is not a duplicate of the exchange group (rank ",
+               exchange.rank(), " of ", exchange.world_size(), ")");
+  check_reduce(tensor.dtype(), op, "all_reduce_compressed");
+  SONATA_CHECK(is_half(wire), "all_reduce_compressed: the wire dtype must be f16 or bf16, got ",
+               dtype_name(wire));
+  SONATA_CHECK(is_floating(tensor.dtype()) && !is_half(tensor.dtype()),
+               "all_reduce_compressed: the tensor must be f32 or f64 (a ",
+               dtype_name(tensor.dtype()), " tensor is reduced as it is)");
+  if (tensor.numel() == 0) return completed_work();
+  return std::make_shared<CompressedAllReduce>(exchange, gather, tensor, wire, op);
+}
+
+}  // namespace sonata
