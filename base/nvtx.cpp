@@ -2,6 +2,7 @@
 
 #if SONATA_WITH_CUDA
 #include <cuda_profiler_api.h>
+#include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
 #endif
 

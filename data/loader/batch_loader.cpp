@@ -1,11 +1,12 @@
 #include "data/loader/batch_loader.h"
 
 #include "base/error.h"
+#include "data/loader/device_stager.h"
 
 namespace sonata {
 
-BatchLoader::BatchLoader(MakeBatch make, int64_t workers, int64_t prefetch)
-    : make_(std::move(make)), workers_(workers), prefetch_(prefetch) {
+BatchLoader::BatchLoader(MakeBatch make, int64_t workers, int64_t prefetch, bool pin_memory)
+    : make_(std::move(make)), workers_(workers), prefetch_(prefetch), pin_memory_(pin_memory) {
   SONATA_CHECK(workers >= 1, "BatchLoader: workers must be at least 1, got ", workers);
   SONATA_CHECK(prefetch >= 1, "BatchLoader: prefetch must be at least 1, got ", prefetch);
   for (int64_t w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
@@ -54,6 +55,7 @@ void BatchLoader::work() {
     Slot slot;
     try {
       slot.batch = make_(items, epoch);
+      if (pin_memory_) pin_batch(*slot.batch);
     } catch (...) {
       slot.error = std::current_exception();
     }

@@ -31,8 +31,10 @@ class BatchLoader {
   using MakeBatch = std::function<HostBatch(const std::vector<int64_t>& items, int64_t epoch)>;
 
   // `make` runs on the workers, concurrently: it must be thread-safe. At most `prefetch`
-  // batches are built or waiting beyond the one being consumed.
-  BatchLoader(MakeBatch make, int64_t workers, int64_t prefetch);
+  // batches are built or waiting beyond the one being consumed. With `pin_memory` the workers
+  // also copy each batch into page-locked memory (pin_batch in device_stager.h) for fast,
+  // asynchronous host-to-device copies; without a GPU it changes nothing.
+  BatchLoader(MakeBatch make, int64_t workers, int64_t prefetch, bool pin_memory = false);
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -54,6 +56,7 @@ class BatchLoader {
 
   MakeBatch make_;
   int64_t workers_, prefetch_;
+  bool pin_memory_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<std::thread> threads_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/loader/batch_loader.h"
+#include "data/loader/device_stager.h"
 
 using namespace sonata;
 
@@ -78,4 +79,24 @@ TEST_CASE("batch loader: restarting and destroying with batches in flight", "[lo
   }  // destroyed with work in flight
   // Only a window's worth ahead of the consumer is ever built.
   CHECK(built < 30);
+}
+
+TEST_CASE("device stager: on the CPU a batch passes through unchanged", "[loader]") {
+  DeviceStager stager(Device::cpu(), {0});
+  CHECK_FALSE(stager.staged());
+  CHECK_THROWS_WITH(stager.take(), Catch::Contains("nothing staged"));
+  stager.stage({{full({2}, 3.0), full({1}, 4.0)}, 2, 0.5});
+  CHECK(stager.staged());
+  CHECK_THROWS_WITH(stager.stage({{full({1}, 1.0)}, 1, 0.0}), Catch::Contains("already staged"));
+  const HostBatch batch = stager.take();
+  CHECK_FALSE(stager.staged());
+  CHECK(batch.items == 2);
+  CHECK(batch.tensors[0].to_vector<double>() == std::vector<double>{3.0, 3.0});
+  CHECK(batch.tensors[1].device().is_cpu());
+  DeviceStager wants_two(Device::cpu(), {0, 2});
+  CHECK_THROWS_WITH(wants_two.stage({{full({1}, 1.0)}, 1, 0.0}), Catch::Contains("no tensor 2"));
+  // pin_batch leaves a CPU-only machine's batch as it is.
+  HostBatch plain{{full({3}, 1.0)}, 1, 0.0};
+  pin_batch(plain);
+  CHECK(plain.tensors[0].to_vector<double>() == std::vector<double>{1.0, 1.0, 1.0});
 }

@@ -11,6 +11,7 @@
 #include "base/nvtx.h"
 #include "comm/ddp.h"
 #include "comm/sync_batch_norm.h"
+#include "data/loader/device_stager.h"
 #include "data/sampling/class_balanced_sampler.h"
 #include "data/sampling/length_bucket_sampler.h"
 #include "data/sampling/random_batch_sampler.h"
@@ -134,6 +135,7 @@ class Run {
   MetricsLog metrics_;
   Progress progress_;
   BatchLoader loader_;
+  DeviceStager stager_;  // the model input of the next batch, copied while a step computes
   Clock::time_point run_start_ = Clock::now();
 
   std::unique_ptr<BatchSampler> sampler_;
@@ -179,7 +181,8 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
       // Two batches ahead per worker: enough to hide a slow one behind the step.
       loader_([&task](const std::vector<int64_t>& items,
                       int64_t epoch) { return task.prepare(items, epoch); },
-              o.workers, 2 * o.workers) {
+              o.workers, 2 * o.workers, /*pin_memory=*/device.is_cuda()),
+      stager_(device, {0}) {
   if (!o.init_from.empty()) progress_.print(init_from_weights(model_, o.init_from));
   model_.to(device);
   cast_for_precision(model_, compute_dtype(o.precision));
@@ -301,6 +304,7 @@ void Run::train_epoch(int64_t epoch, int64_t first_batch) {
   const auto batches = sampler_->epoch_batches(epoch);
   const size_t count = batches.size();
   loader_.start(batches, epoch, first_batch);
+  stager_.clear();
   for (size_t index = size_t(first_batch); index < count && !finished();) {
     if (step_ + 1 == profile_first_) start_profiling();
     SONATA_NVTX_RANGE("sonata::step");
@@ -311,7 +315,17 @@ void Run::train_epoch(int64_t epoch, int64_t first_batch) {
       std::optional<HostBatch> batch;
       {
         SONATA_NVTX_RANGE("sonata::step::data_wait");
-        batch = loader_.next();
+        if (!stager_.staged()) {
+          std::optional<HostBatch> fetched = loader_.next();
+          SONATA_CHECK(fetched, "the loader ended before batch ", index, " of ", count);
+          stager_.stage(std::move(*fetched));
+        }
+        batch = stager_.take();
+        // On a GPU the next batch's copy runs on the copy stream during this step. (On the
+        // CPU, fetching it now would only wait for the workers before computing.)
+        if (device_.is_cuda() && index + 1 < count)
+          if (std::optional<HostBatch> upcoming = loader_.next())
+            stager_.stage(std::move(*upcoming));
       }
       wait_since_log_ += seconds_since(wait_start);
       // Under DDP, gradients are reduced on the last micro-batch only (no_sync before it).

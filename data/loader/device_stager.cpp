@@ -1,0 +1,103 @@
+#include "data/loader/device_stager.h"
+
+#include <utility>
+
+#include "base/error.h"
+#include "base/nvtx.h"
+
+#if SONATA_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "base/cuda_check.h"
+#include "engine/cuda/pinned_pool.h"
+#include "engine/cuda/stream.h"
+#endif
+
+namespace sonata {
+
+void pin_batch(HostBatch& batch) {
+  if (!cuda_available()) return;
+  SONATA_NVTX_RANGE("sonata::loader::pin_batch");
+  for (Tensor& tensor : batch.tensors) {
+    if (!tensor.device().is_cpu() || tensor.is_pinned() || tensor.numel() == 0) continue;
+    TensorOptions pinned = tensor.options();
+    pinned.pinned = true;
+    Tensor copy = empty(tensor.shape(), pinned);
+    copy.copy_(tensor);
+    tensor = copy;
+  }
+}
+
+#if SONATA_WITH_CUDA
+struct DeviceStager::CopyState {
+  explicit CopyState(int device) : stream(device) {}
+  Stream stream;
+  Event copied;
+};
+#else
+struct DeviceStager::CopyState {};
+#endif
+
+DeviceStager::DeviceStager(Device device, std::vector<size_t> device_tensors)
+    : device_(device), device_tensors_(std::move(device_tensors)) {
+#if SONATA_WITH_CUDA
+  if (device_.is_cuda()) copies_ = std::make_unique<CopyState>(device_.index);
+#else
+  SONATA_CHECK(!device_.is_cuda(), "DeviceStager: ", cuda_unavailable_reason());
+#endif
+}
+
+DeviceStager::~DeviceStager() = default;
+
+void DeviceStager::stage(HostBatch batch) {
+  SONATA_CHECK(!pending_, "DeviceStager: stage() with a batch already staged; take() it first");
+  for (size_t index : device_tensors_)
+    SONATA_CHECK(index < batch.tensors.size(), "DeviceStager: the batch has ", batch.tensors.size(),
+                 " tensors, no tensor ", index, " to move to ", device_.str());
+#if SONATA_WITH_CUDA
+  if (device_.is_cuda()) {
+    SONATA_NVTX_RANGE("sonata::loader::stage");
+    set_cuda_device(device_.index);
+    cudaStream_t compute = current_stream(device_.index);
+    cudaStream_t copy = copies_->stream.get();
+    std::vector<Tensor> destinations;
+    // Allocated on the compute stream, which frees them after the step; the copy stream
+    // waits for the allocation.
+    for (size_t index : device_tensors_)
+      destinations.push_back(
+          empty(batch.tensors[index].shape(), batch.tensors[index].options().with(device_)));
+    Event allocated;
+    allocated.record(compute);
+    allocated.block(copy);
+    for (size_t k = 0; k < device_tensors_.size(); ++k) {
+      Tensor& source = batch.tensors[device_tensors_[k]];
+      if (!source.is_contiguous()) source = source.contiguous();
+      const size_t nbytes = size_t(source.numel()) * dtype_size(source.dtype());
+      if (nbytes > 0) {
+        CUDA_CHECK(cudaMemcpyAsync(destinations[k].data_ptr(), source.data_ptr(), nbytes,
+                                   cudaMemcpyHostToDevice, copy));
+        if (source.is_pinned()) PinnedPool::instance().record_use(source.data_ptr(), copy);
+      }
+      source = destinations[k];
+    }
+    copies_->copied.record(copy);
+  }
+#endif
+  pending_ = std::move(batch);
+}
+
+HostBatch DeviceStager::take() {
+  SONATA_CHECK(pending_, "DeviceStager: take() with nothing staged");
+#if SONATA_WITH_CUDA
+  if (device_.is_cuda()) copies_->copied.block(current_stream(device_.index));
+#endif
+  HostBatch batch = std::move(*pending_);
+  pending_.reset();
+  return batch;
+}
+
+void DeviceStager::clear() {
+  pending_.reset();
+}
+
+}  // namespace sonata
