@@ -19,7 +19,7 @@ uint64_t augment_key(int64_t epoch, int64_t item);
 
 namespace augment {
 
-enum class Purpose : uint64_t { spec_augment = 1, speed = 2, gain = 3, crop = 4 };
+enum class Purpose : uint64_t { spec_augment = 1, speed = 2, gain = 3, crop = 4, image = 5 };
 
 // The generator one augmentation of one item draws from.
 inline CounterRng rng_for(uint64_t seed, uint64_t key, Purpose purpose) {

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "data/augment/augment_key.h"
 #include "data/augment/gain_jitter.h"
+#include "data/augment/image_jitter.h"
 #include "data/augment/random_crop.h"
 #include "data/augment/spec_augment.h"
 #include "data/augment/speed_perturb.h"
@@ -345,4 +346,63 @@ TEST_CASE("Augmentation errors name the option", "[augment]") {
   REQUIRE_THROWS_WITH(random_crop(clip, 4, 0, 0, 3), Contains("step"));
   REQUIRE_THROWS_WITH(augment_key(-1, 0), Contains("epoch"));
   REQUIRE_THROWS_WITH(augment_key(0, int64_t(1) << 40), Contains("item"));
+}
+
+TEST_CASE("image jitter: brightness scales the [0, 1] image and clamps it", "[augment]") {
+  // x in [-1, 1] is u = (x + 1) / 2 in [0, 1]: black stays black, mid-grey scales, white clips
+  // at 1 when the factor is above 1.
+  for (uint64_t key = 0; key < 50; ++key) {
+    std::vector<float> image{-1.0f, 0.0f, 1.0f, -0.5f};
+    const JitterFactors f = image_jitter(image, {.brightness = 0.4}, 7, key);
+    INFO("key " << key << ", brightness " << f.brightness);
+    CHECK(f.contrast == 1.0);
+    CHECK(f.brightness >= 0.6);
+    CHECK(f.brightness <= 1.4);
+    CHECK(image[0] == -1.0f);
+    CHECK(image[1] == Approx(std::min(0.5 * f.brightness, 1.0) * 2 - 1).margin(1e-6));
+    CHECK(image[2] == Approx(std::min(f.brightness, 1.0) * 2 - 1).margin(1e-6));
+    CHECK(image[3] == Approx(std::min(0.25 * f.brightness, 1.0) * 2 - 1).margin(1e-6));
+  }
+}
+
+TEST_CASE("image jitter: contrast keeps the mean and scales the spread", "[augment]") {
+  // Values near mid-grey never clip: the mean stays, deviations from it scale by c.
+  std::vector<float> original;
+  for (int i = 0; i < 64; ++i) original.push_back(float(0.2 * std::sin(0.3 * i)));
+  double mean_in = 0;
+  for (float x : original) mean_in += x;
+  mean_in /= double(original.size());
+  std::set<double> seen;
+  for (uint64_t key = 0; key < 40; ++key) {
+    std::vector<float> image = original;
+    const JitterFactors f = image_jitter(image, {.contrast = 0.5}, 3, key);
+    seen.insert(f.contrast);
+    CHECK(f.brightness == 1.0);
+    CHECK(f.contrast >= 0.5);
+    CHECK(f.contrast <= 1.5);
+    double mean_out = 0;
+    for (float x : image) mean_out += x;
+    mean_out /= double(image.size());
+    CHECK(mean_out == Approx(mean_in).margin(1e-6));
+    for (size_t i = 0; i < image.size(); ++i)
+      CHECK(image[i] - mean_out == Approx(f.contrast * (original[i] - mean_in)).margin(1e-5));
+  }
+  CHECK(seen.size() == 40);  // a fresh factor per key
+}
+
+TEST_CASE("image jitter: off, repeatable per key, and bad settings", "[augment]") {
+  std::vector<float> image{-0.3f, 0.1f, 0.7f};
+  const std::vector<float> original = image;
+  image_jitter(image, {}, 1, 2);
+  CHECK(image == original);
+  std::vector<float> a = original, b = original, c = original;
+  image_jitter(a, {.brightness = 0.3, .contrast = 0.3}, 1, augment_key(2, 5));
+  image_jitter(b, {.brightness = 0.3, .contrast = 0.3}, 1, augment_key(2, 5));
+  image_jitter(c, {.brightness = 0.3, .contrast = 0.3}, 1, augment_key(3, 5));
+  CHECK(a == b);
+  CHECK(a != c);
+  CHECK_THROWS_WITH(image_jitter(image, {.brightness = -1}, 1, 2),
+                    Catch::Contains("brightness must be finite and not negative"));
+  CHECK_THROWS_WITH(image_jitter(image, {.contrast = NAN}, 1, 2),
+                    Catch::Contains("contrast must be finite"));
 }

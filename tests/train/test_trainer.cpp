@@ -11,6 +11,7 @@
 #include <fstream>
 #include <numbers>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,15 @@ TEST_CASE("trainer options: bad config files and combinations get one sentence",
   o = options;
   o.bucket_mb = 0;
   refused(o, "--bucket-mb must be positive");
+  o = options;
+  o.model = "ds2";
+  o.speed_perturb = true;
+  o.feature_cache = "cache";
+  refused(o, "--speed-perturb needs the audio");
+  o = options;
+  o.model = "ds2";
+  o.brightness = 0.2;
+  refused(o, "--brightness and --contrast apply to --model vgg19_bn only");
 
   const TrainerOptions parsed =
       parse_command_line({"--train", "a.tsv", "--profile-steps", "10:12", "--bucket-mb", "4",
@@ -454,5 +464,84 @@ TEST_CASE("trainer: --feature-cache trains exactly as decoding the audio does", 
   options.features.n_mels = 32;
   options.model_config["conv-channels"] = "4";
   CHECK_THROWS_WITH(SpeechTask(options, Vocabulary()), Contains("n_mels: 40 -> 32"));
+}
+#endif
+
+#if SONATA_WITH_SNDFILE
+TEST_CASE("trainer: --speed-perturb plays each item at 0.9, 1.0 or 1.1, repeatably", "[trainer]") {
+  TemporaryFolder folder("trainer_speed");
+  const std::string train = write_letters_corpus(folder, "train", 8, 3);
+  TrainerOptions options = tiny_ds2_options(train, "");
+  options.speed_perturb = true;
+  const SpeechTask task(options, Vocabulary());
+  TrainerOptions plain_options = options;
+  plain_options.speed_perturb = false;
+  const SpeechTask plain(plain_options, Vocabulary());
+  const std::vector<int64_t> items{0, 1, 2, 3, 4, 5, 6, 7};
+  const std::vector<int64_t> base = plain.prepare(items, 0).tensors[1].to_vector<int64_t>();
+  std::set<int> factors_seen;
+  for (int64_t epoch = 0; epoch < 4; ++epoch) {
+    const HostBatch batch = task.prepare(items, epoch);
+    const std::vector<int64_t> frames = batch.tensors[1].to_vector<int64_t>();
+    for (size_t i = 0; i < items.size(); ++i) {
+      // Frames scale as 1 / factor (the STFT's centre frame and rounding: within 2 frames).
+      const double ratio = double(base[i]) / double(frames[i]);
+      int matched = 0;
+      for (const int percent : {90, 100, 110})
+        if (std::abs(double(base[i]) / (percent / 100.0) - double(frames[i])) <= 2) {
+          matched = percent;
+          factors_seen.insert(percent);
+        }
+      INFO("epoch " << epoch << ", item " << i << ": " << frames[i] << " frames against " << base[i]
+                    << " (ratio " << ratio << ")");
+      CHECK(matched != 0);
+    }
+    // The same (epoch, items) give the same batch: the speed is keyed, not drawn afresh.
+    CHECK(task.prepare(items, epoch).tensors[0].to_vector<float>() ==
+          batch.tensors[0].to_vector<float>());
+  }
+  CHECK(factors_seen == std::set<int>{90, 100, 110});
+  // Evaluation never perturbs: the plain task's batches are the stored features.
+  CHECK(plain.prepare(items, 3).tensors[1].to_vector<int64_t>() == base);
+}
+
+TEST_CASE("trainer: --brightness and --contrast jitter training images per epoch", "[trainer]") {
+  TemporaryFolder folder("trainer_jitter");
+  std::ofstream manifest(folder.file("train.tsv"));
+  for (int track = 0; track < 4; ++track) {
+    std::vector<float> tone(static_cast<size_t>(kRate));
+    for (int i = 0; i < kRate; ++i)
+      tone[size_t(i)] =
+          0.3f * float(std::sin(2 * std::numbers::pi * (300.0 + 400.0 * track) * i / kRate));
+    const std::string path = folder.file("t" + std::to_string(track) + ".wav");
+    write_pcm16_wav(path, tone, kRate);
+    manifest << path << "\t" << (track % 2 ? "rock" : "jazz") << "\n";
+  }
+  manifest.close();
+  TrainerOptions options;
+  options.model = "vgg19_bn";
+  options.model_config = {{"width", "0.0625"}};
+  options.train_manifest = folder.file("train.tsv");
+  options.features.sample_rate = kRate;
+  options.slice_seconds = 1.0;
+  options.image_height = 16;
+  options.image_width = 16;
+  options.workers = 1;
+  const ClassTask plain(options);
+  options.brightness = 0.4;
+  options.contrast = 0.4;
+  const ClassTask jittered(options);
+  const std::vector<int64_t> items{0, 1, 2, 3};
+  const std::vector<float> original = plain.prepare(items, 0).tensors[0].to_vector<float>();
+  const std::vector<float> epoch0 = jittered.prepare(items, 0).tensors[0].to_vector<float>();
+  const std::vector<float> epoch1 = jittered.prepare(items, 1).tensors[0].to_vector<float>();
+  CHECK(epoch0 != original);
+  CHECK(epoch0 != epoch1);
+  CHECK(jittered.prepare(items, 0).tensors[0].to_vector<float>() == epoch0);
+  for (const float v : epoch0) REQUIRE((v >= -1.0f && v <= 1.0f));
+  // The image's three channels carry the same jittered plane.
+  const size_t plane = 16 * 16;
+  for (size_t c = 1; c < 3; ++c)
+    for (size_t k = 0; k < plane; ++k) REQUIRE(epoch0[c * plane + k] == epoch0[k]);
 }
 #endif

@@ -11,6 +11,8 @@
 #include "base/parallel_for.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
+#include "data/augment/augment_key.h"
+#include "data/augment/image_jitter.h"
 #include "data/manifest/class_manifest.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
@@ -136,8 +138,20 @@ bool ClassTask::has_split(const std::string& name) const {
   return !split(name).images.empty();
 }
 
-HostBatch ClassTask::prepare(const std::vector<int64_t>& items, int64_t) const {
-  return batch_of(train_, items);
+HostBatch ClassTask::prepare(const std::vector<int64_t>& items, int64_t epoch) const {
+  HostBatch host = batch_of(train_, items);
+  const ImageJitter jitter{options_.brightness, options_.contrast};
+  if (jitter.brightness == 0 && jitter.contrast == 0) return host;
+  // One draw per image, the same for its replicated channels; seed + 1 as every augmentation.
+  const int64_t plane = options_.image_height * options_.image_width;
+  float* images = host.tensors[0].data<float>();
+  for (size_t n = 0; n < items.size(); ++n) {
+    float* first = images + int64_t(n) * in_channels_ * plane;
+    image_jitter(std::span<float>(first, size_t(plane)), jitter, options_.seed + 1,
+                 augment_key(epoch, items[n]));
+    for (int64_t c = 1; c < in_channels_; ++c) std::copy_n(first, plane, first + c * plane);
+  }
+  return host;
 }
 
 // tensors: images [N, C, H, W], labels i64 [N].

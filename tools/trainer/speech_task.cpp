@@ -12,6 +12,7 @@
 #include "data/audio/resample.h"
 #include "data/augment/augment_key.h"
 #include "data/augment/spec_augment.h"
+#include "data/augment/speed_perturb.h"
 #include "data/cache/feature_cache.h"
 #include "data/manifest/asr_manifest.h"
 #include "data/text/error_rate.h"
@@ -24,6 +25,9 @@
 
 namespace sonata {
 namespace {
+
+// Kaldi's and NeMo's usual speed-perturbation set.
+constexpr double kSpeedFactors[] = {0.9, 1.0, 1.1};
 
 std::shared_ptr<Ds2> make_speech_model(const TrainerOptions& options, int64_t classes) {
   ModelConfig config(options.model_config);
@@ -41,8 +45,8 @@ CtcOptions ctc_options() {
 
 SpeechSplit load_speech_split(const std::string& name, const std::string& manifest,
                               const Vocabulary& vocabulary, const FeatureExtractor& extractor,
-                              int64_t workers, const InputPolicy& policy,
-                              const FeatureCache* cache) {
+                              int64_t workers, const InputPolicy& policy, const FeatureCache* cache,
+                              bool keep_audio) {
   SpeechSplit split;
   split.name = name;
   const std::vector<AsrEntry> entries = read_asr_manifest(manifest);
@@ -127,6 +131,7 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
     split.seconds += double(samples.size()) / double(rate);
   }
   split.features = extractor.log_mel(clips);
+  if (keep_audio) split.audio = std::move(audio);
   return split;
 }
 
@@ -140,9 +145,10 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
   if (!options.feature_cache.empty())
     cache = std::make_unique<FeatureCache>(options.feature_cache, extractor_.config());
   auto load = [&](const char* name, const std::string& manifest) {
+    const bool keep_audio = options.speed_perturb && std::string(name) == "train";
     return manifest.empty() ? SpeechSplit{}
                             : load_speech_split(name, manifest, vocabulary_, extractor_,
-                                                options.workers, policy, cache.get());
+                                                options.workers, policy, cache.get(), keep_audio);
   };
   train_ = load("train", options.train_manifest);
   val_ = load("val", options.val_manifest);
@@ -168,26 +174,40 @@ bool SpeechTask::has_split(const std::string& name) const {
 }
 
 HostBatch SpeechTask::prepare(const std::vector<int64_t>& items, int64_t epoch) const {
-  return batch_of(train_, items, epoch, options_.spec_augment);
+  return batch_of(train_, items, epoch, /*training=*/true);
 }
 
 // tensors: input [N, 1, T, F] zero-padded, input lengths [N], targets concatenated, target
 // lengths [N].
 HostBatch SpeechTask::batch_of(const SpeechSplit& split, const std::vector<int64_t>& items,
-                               int64_t epoch, bool augment) const {
+                               int64_t epoch, bool training) const {
   const int64_t batch = int64_t(items.size());
   const int64_t mels = options_.features.n_mels;
+  // --speed-perturb: each item at its (seed, epoch, item) speed, featurised here on a worker.
+  std::vector<Tensor> item_features;
+  for (int64_t item : items) {
+    const Tensor& stored = split.features[size_t(item)];
+    const double factor =
+        training && !split.audio.empty()
+            ? choose_speed_factor(kSpeedFactors, options_.seed + 1, augment_key(epoch, item))
+            : 1.0;
+    item_features.push_back(
+        factor == 1.0 ? stored
+                      : extractor_.log_mel(speed_perturb(split.audio[size_t(item)],
+                                                         options_.features.sample_rate, factor)));
+  }
   int64_t frames = 0;
-  for (int64_t item : items) frames = std::max(frames, split.features[size_t(item)].size(0));
+  for (const Tensor& features : item_features) frames = std::max(frames, features.size(0));
   HostBatch host;
   Tensor input = zeros({batch, 1, frames, mels});
   std::vector<int64_t> input_lengths, targets, target_lengths;
   float* out = input.data<float>();
   for (int64_t n = 0; n < batch; ++n) {
     const int64_t item = items[size_t(n)];
-    const Tensor& features = split.features[size_t(item)];
+    const Tensor& features = item_features[size_t(n)];
     std::copy_n(features.data<float>(), features.numel(), out + n * frames * mels);
-    if (augment) spec_augment_item(out + n * frames * mels, features.size(0), epoch, item);
+    if (training && options_.spec_augment)
+      spec_augment_item(out + n * frames * mels, features.size(0), epoch, item);
     input_lengths.push_back(features.size(0));
     const auto& labels = split.targets[size_t(item)];
     targets.insert(targets.end(), labels.begin(), labels.end());

@@ -18,7 +18,8 @@ namespace sonata {
 // One manifest's clips, featurised.
 struct SpeechSplit {
   std::string name;
-  std::vector<Tensor> features;  // [frames, n_mels] f32 CPU
+  std::vector<Tensor> features;           // [frames, n_mels] f32 CPU
+  std::vector<std::vector<float>> audio;  // at the feature rate, when kept (--speed-perturb)
   std::vector<std::vector<int64_t>> targets;
   std::vector<std::string> transcripts;  // normalised references
   double seconds = 0;
@@ -40,7 +41,7 @@ class FeatureCache;
 SpeechSplit load_speech_split(const std::string& name, const std::string& manifest,
                               const Vocabulary& vocabulary, const FeatureExtractor& extractor,
                               int64_t workers, const InputPolicy& policy = {},
-                              const FeatureCache* cache = nullptr);
+                              const FeatureCache* cache = nullptr, bool keep_audio = false);
 
 class SpeechTask : public Task {
  public:
@@ -65,8 +66,9 @@ class SpeechTask : public Task {
 
  private:
   const SpeechSplit& split(const std::string& name) const;
+  // `training`: the augmentations asked for (SpecAugment, speed) keyed by (epoch, item).
   HostBatch batch_of(const SpeechSplit& split, const std::vector<int64_t>& items, int64_t epoch,
-                     bool augment) const;
+                     bool training) const;
   // SpecAugment masks on one item's [count, n_mels] frames, keyed by (seed, epoch, item).
   void spec_augment_item(float* frames, int64_t count, int64_t epoch, int64_t item) const;
 

@@ -82,6 +82,17 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
       ->group(data);
   app.add_flag("--spec-augment", o.spec_augment, "ASR: SpecAugment masks on training features")
       ->group(data);
+  app.add_flag("--speed-perturb", o.speed_perturb,
+               "ASR: play each training clip at 0.9, 1.0 or 1.1 speed (keeps the audio in memory)")
+      ->group(data);
+  app.add_option("--brightness", o.brightness,
+                 "classification: brightness jitter, factor in [1 - b, 1 + b] (0: off)")
+      ->capture_default_str()
+      ->group(data);
+  app.add_option("--contrast", o.contrast,
+                 "classification: contrast jitter, factor in [1 - c, 1 + c] (0: off)")
+      ->capture_default_str()
+      ->group(data);
   app.add_option("--freq-masks", o.freq_masks, "SpecAugment frequency masks")
       ->capture_default_str()
       ->group(data);
@@ -285,6 +296,13 @@ void TrainerOptions::check() const {
   features.config();  // throws naming a bad feature flag
   SONATA_CHECK(feature_cache.empty() || is_asr(), "--feature-cache applies to --model ds2 only");
   SONATA_CHECK(!spec_augment || is_asr(), "--spec-augment applies to --model ds2 only");
+  SONATA_CHECK(!speed_perturb || is_asr(), "--speed-perturb applies to --model ds2 only");
+  SONATA_CHECK(!speed_perturb || feature_cache.empty(),
+               "--speed-perturb needs the audio: it cannot use --feature-cache");
+  SONATA_CHECK((brightness == 0 && contrast == 0) || !is_asr(),
+               "--brightness and --contrast apply to --model vgg19_bn only");
+  SONATA_CHECK(brightness >= 0 && contrast >= 0,
+               "--brightness and --contrast must not be negative");
   SONATA_CHECK(!sortagrad || is_asr(), "--sortagrad applies to --model ds2 only");
   SONATA_CHECK(!class_balanced || !is_asr(), "--class-balanced applies to --model vgg19_bn only");
   SONATA_CHECK(workers >= 1, "--workers must be at least 1");
@@ -374,6 +392,9 @@ std::string TrainerOptions::to_json() const {
   json["precision"] = precision;
   json["max-bad-steps"] = max_bad_steps;
   json["spec-augment"] = spec_augment;
+  json["speed-perturb"] = speed_perturb;
+  json["brightness"] = brightness;
+  json["contrast"] = contrast;
   json["freq-masks"] = freq_masks;
   json["freq-mask-width"] = freq_mask_width;
   json["time-masks"] = time_masks;

@@ -61,6 +61,8 @@ struct TrainerOptions {
 
   // Regularisation (ASR).
   bool spec_augment = false;
+  bool speed_perturb = false;  // ASR: speed 0.9 / 1.0 / 1.1 per item and epoch (Kaldi's set)
+  double brightness = 0, contrast = 0;  // classification: ColorJitter on the images
   int64_t freq_masks = 2, freq_mask_width = 15, time_masks = 2, time_mask_width = 20;
 
   // Running.
