@@ -79,6 +79,11 @@ if [ "${SONATA_GPU_BENCH:-1}" = 1 ]; then
   for precision in fp32 fp16 bf16; do
     [ -f "$peer" ] && bench "torch vgg19_bn $precision" "$py" "$peer" --work vgg19_bn --device cuda --precision "$precision" --steps 10 --warmup 3
   done
+  bench "sonata mel" "$build/bench_models" --work mel --device cuda --steps 20 --warmup 5
+  [ -f "$peer" ] && bench "torch mel" "$py" "$peer" --work mel --device cuda --steps 20 --warmup 5
+  # The reducer on CUDA (one process: the single group), full-width and bf16-compressed buckets.
+  bench "sonata ddp world1" "$build/bench_ddp" --device cuda --batch 32 --frames 400 --steps 5
+  bench "sonata ddp world1 bf16" "$build/bench_ddp" --device cuda --batch 32 --frames 400 --steps 5 --comm-dtype bf16
 fi
 
 row "total" "$(($(date +%s) - start)) s" ""
