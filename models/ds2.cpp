@@ -141,6 +141,69 @@ Ds2Output Ds2::forward_logits(const Tensor& input, const Tensor& lengths) {
   return {fc_->forward(x), output_lengths};
 }
 
+PipelineLayers Ds2::pipeline_layers() {
+  PipelineLayers layers;
+  const auto& conv = conv_->children();
+  const size_t per_block = conv.size() / std::size(kConvs);
+  for (size_t block = 0; block < std::size(kConvs); ++block) {
+    PipelineLayer layer;
+    const size_t begin = block * per_block, end = begin + per_block;
+    layer.name = str("conv.", begin, "-", end - 1);
+    std::vector<Module*> modules;
+    for (size_t k = begin; k < end; ++k) {
+      layer.modules.emplace_back("conv." + conv[k].first, conv[k].second);
+      modules.push_back(conv[k].second.get());
+    }
+    const bool opens = block == 0, closes = block + 1 == std::size(kConvs);
+    layer.forward = [this, modules, opens, closes](const PipeValue& in) {
+      PipeValue out = in;
+      if (opens) {  // forward_logits' checks; the lengths become explicit
+        SONATA_CHECK(in.x.defined() && in.x.dim() == 4 && in.x.size(1) == 1 &&
+                         in.x.size(3) == options_.num_mels,
+                     "ds2: expected input [N, 1, T, ", options_.num_mels, "], got ",
+                     in.x.defined() ? shape_str(in.x.shape()) : std::string("undefined"));
+        const int64_t batch = in.x.size(0);
+        out.lengths = from_vector(checked_lengths(in.lengths, batch, in.x.size(2)), {batch});
+      }
+      for (Module* module : modules) out.x = module->forward(out.x);
+      if (closes) {
+        const int64_t steps = out.x.size(2), batch = out.x.size(0);
+        out.x = out.x.permute({2, 0, 1, 3}).reshape({steps, batch, -1});
+        std::vector<int64_t> valid = out.lengths.to_vector<int64_t>();
+        for (int64_t& length : valid) length = output_frames(length);
+        out.lengths = from_vector(valid, {batch});
+      }
+      return out;
+    };
+    layers.push_back(std::move(layer));
+  }
+  if (layered()) {
+    for (size_t k = 0; k < layers_.size(); ++k) {
+      BatchRnn* rnn = layers_[k].get();
+      layers.push_back(
+          {str("rnns.", k), {{str("rnns.", k), layers_[k]}}, [rnn](const PipeValue& in) {
+             return PipeValue{rnn->forward(in.x, in.lengths), in.lengths};
+           }});
+    }
+  } else {
+    RecurrentBase* rnn = rnn_.get();
+    layers.push_back({"rnn", {{"rnn", rnn_}}, [rnn](const PipeValue& in) {
+                        return PipeValue{rnn->forward(in.x, in.lengths).output, in.lengths};
+                      }});
+  }
+  Linear* fc = fc_.get();
+  layers.push_back({"fc", {{"fc", fc_}}, [fc](const PipeValue& in) {
+                      // As forward(): half-precision logits are normalised in f32.
+                      const Tensor logits = fc->forward(in.x);
+                      const DType dtype = logits.dtype();
+                      const Tensor wide = dtype == DType::f16 || dtype == DType::bf16
+                                              ? cast(logits, DType::f32)
+                                              : logits;
+                      return PipeValue{log_softmax(wide, 2), in.lengths};
+                    }});
+  return layers;
+}
+
 std::shared_ptr<Module> make_ds2(const ModelConfig& config) {
   config.check_keys("ds2", {"num-mels", "num-classes", "vocab-size", "conv-channels", "hidden",
                             "layers", "rnn", "bidirectional", "merge", "seq-batch-norm"});

@@ -22,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/pipeline/pipeline_layer.h"
 #include "engine/nn/module.h"
 #include "models/layers/batch_rnn.h"
 #include "models/layers/linear.h"
@@ -31,7 +32,7 @@ namespace sonata {
 
 struct Ds2Options {
   int64_t num_mels = 80;
-  int64_t num_classes = 29;  // blank, space, apostrophe, a-z
+  int64_t num_classes = 29;    // blank, space, apostrophe, a-z
   int64_t conv_channels = 32;  // of both convolutions; small models (the demo) use fewer
   int64_t hidden = 256;
   int64_t layers = 3;
@@ -60,6 +61,12 @@ class Ds2 : public Module {
   // floor((L + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1 along time.
   int64_t output_frames(int64_t frames) const;
   const Ds2Options& options() const { return options_; }
+  // The top-level sequence for pipeline stages, cut between blocks: each conv block
+  // ("conv.0-2", "conv.3-5"; the second also turns [N, C, T', F'] into [T', N, C * F'] and
+  // the input lengths into output lengths), the RNN stack ("rnn") or each of its layers
+  // ("rnns.k"), then fc with log_softmax. Run in order on {x, lengths} it equals
+  // forward(x, lengths): output and output_lengths. The layers refer to this model.
+  PipelineLayers pipeline_layers();
 
  private:
   bool layered() const { return !layers_.empty(); }

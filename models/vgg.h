@@ -5,6 +5,7 @@
 // its ImageNet weights load unchanged.
 #include <memory>
 
+#include "comm/pipeline/pipeline_layer.h"
 #include "engine/nn/module.h"
 #include "models/registry.h"
 
@@ -26,6 +27,10 @@ class Vgg : public Module {
   // BatchNorm followed by ReLU runs as one fused op.
   Tensor forward(const Tensor& x) override;
   const VggOptions& options() const { return options_; }
+  // The top-level sequence for pipeline stages, equal to forward() when run in order: each
+  // conv with its BN and ReLU ("features.0-2"), each max pool, the average pool with the
+  // flatten ("avgpool"), then each classifier module. The layers refer to this model.
+  PipelineLayers pipeline_layers();
 
  private:
   VggOptions options_;

@@ -1,0 +1,22 @@
+#pragma once
+// Checkpoints of a pipelined model in one file: every stage's state_dict (under the whole
+// model's names) gathered on stage 0, so that a single process loads it as it is; and the
+// reverse, a whole model's state dict handed out to the stages. Both are collectives over the
+// stage group, stage 0 exchanging with each other stage in turn.
+#include "comm/process_group.h"
+#include "engine/nn/module.h"
+
+namespace sonata {
+
+// On rank 0: every rank's `stage_state` in rank order, as CPU copies (the whole model's
+// state_dict when the ranks hold the stages in order). Elsewhere: empty.
+NamedTensors gather_state_dict(ProcessGroup& group, const NamedTensors& stage_state);
+
+// Copies the entries of rank 0's `full` named like each rank's `stage_state` entries into
+// those tensors (values of another floating dtype are converted). An entry missing from
+// `full`, or of another shape, is an error on every rank, naming the first such entry.
+// `full` is read only on rank 0.
+void scatter_state_dict(ProcessGroup& group, const NamedTensors& full,
+                        const NamedTensors& stage_state);
+
+}  // namespace sonata

@@ -1,0 +1,127 @@
+// The models' pipeline layer sequences: run in order they must equal forward() exactly (the
+// same ops on the same values), and their modules must carry the whole model's state_dict
+// names in its order, so that stages keep checkpoint names.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "comm/pipeline/layer_utils.h"
+#include "engine/ops.h"
+#include "engine/random.h"
+#include "models/ds2.h"
+#include "models/vgg.h"
+
+using namespace sonata;
+
+namespace {
+
+double max_difference(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  return amax(abs(sub(a, b))).item();
+}
+
+// The layers' state, entry for entry the model's: same names, order and tensors.
+void check_same_state(const Module& model, const PipelineLayers& layers) {
+  const NamedTensors ours = layer_state_dict(layers, {0, layers.size()});
+  const NamedTensors theirs = model.state_dict();
+  REQUIRE(ours.size() == theirs.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    INFO(theirs[i].first);
+    CHECK(ours[i].first == theirs[i].first);
+    CHECK(ours[i].second.same(theirs[i].second));
+  }
+  CHECK(layer_parameters(layers, {0, layers.size()}).size() == model.named_parameters().size());
+}
+
+std::shared_ptr<Vgg> narrow_vgg(bool channels_last = false) {
+  manual_seed(3);
+  VggOptions options;
+  options.num_classes = 5;
+  options.in_channels = 2;
+  options.width = 1.0 / 16;
+  options.dropout = 0;
+  options.channels_last = channels_last;
+  auto model = std::make_shared<Vgg>(options);
+  model->to(DType::f64);
+  return model;
+}
+
+std::shared_ptr<Ds2> narrow_ds2(std::map<std::string, std::string> extra = {}) {
+  std::map<std::string, std::string> values = {
+      {"num-mels", "16"}, {"hidden", "8"}, {"layers", "2"}, {"conv-channels", "4"}};
+  for (const auto& [key, value] : extra) values[key] = value;
+  manual_seed(4);
+  auto model = std::dynamic_pointer_cast<Ds2>(make_ds2(ModelConfig(values)));
+  REQUIRE(model);
+  model->to(DType::f64);
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("vgg19_bn's pipeline layers compose to its forward", "[models][pipeline]") {
+  for (const bool channels_last : {false, true}) {
+    INFO("channels_last " << channels_last);
+    const auto model = narrow_vgg(channels_last);
+    const PipelineLayers layers = model->pipeline_layers();
+    // 16 conv blocks, 5 max pools, the average pool and 7 classifier modules.
+    REQUIRE(layers.size() == 29);
+    CHECK(layers[0].name == "features.0-2");
+    CHECK(layers[2].name == "features.6");  // the first max pool
+    CHECK(layers[21].name == "avgpool");
+    CHECK(layers[28].name == "classifier.6");
+    check_same_state(*model, layers);
+
+    manual_seed(5);
+    const Tensor x = randn({3, 2, 32, 32}, TensorOptions{}.with(DType::f64));
+    for (const bool training : {true, false}) {
+      model->train(training);
+      const Tensor expected = model->forward(x);
+      const PipeValue out = run_layers(layers, {0, layers.size()}, {x, Tensor()});
+      CHECK(max_difference(out.x, expected) == 0.0);
+      CHECK_FALSE(out.lengths.defined());
+    }
+  }
+  CHECK_THROWS_WITH(narrow_vgg()->pipeline_layers()[0].forward({zeros({1, 3, 8, 8}), Tensor()}),
+                    Catch::Contains("expected input [N, 2, H, W]"));
+}
+
+TEST_CASE("ds2's pipeline layers compose to forward(x, lengths)", "[models][pipeline]") {
+  const std::vector<std::map<std::string, std::string>> variants = {
+      {}, {{"rnn", "gru"}, {"seq-batch-norm", "1"}}, {{"merge", "sum"}}};
+  const std::vector<std::vector<std::string>> names = {
+      {"conv.0-2", "conv.3-5", "rnn", "fc"},
+      {"conv.0-2", "conv.3-5", "rnns.0", "rnns.1", "fc"},
+      {"conv.0-2", "conv.3-5", "rnns.0", "rnns.1", "fc"}};
+  for (size_t v = 0; v < variants.size(); ++v) {
+    INFO("variant " << v);
+    const auto model = narrow_ds2(variants[v]);
+    const PipelineLayers layers = model->pipeline_layers();
+    REQUIRE(layers.size() == names[v].size());
+    for (size_t i = 0; i < layers.size(); ++i) CHECK(layers[i].name == names[v][i]);
+    check_same_state(*model, layers);
+
+    manual_seed(6);
+    const Tensor x = randn({3, 1, 21, 16}, TensorOptions{}.with(DType::f64));
+    const Tensor lengths = from_vector(std::vector<int64_t>{21, 14, 5}, {3});
+    const Ds2Output expected = model->forward(x, lengths);
+    const PipeValue out = run_layers(layers, {0, layers.size()}, {x, lengths});
+    CHECK(max_difference(out.x, expected.output) == 0.0);
+    CHECK(out.lengths.to_vector<int64_t>() == expected.output_lengths.to_vector<int64_t>());
+    // Without lengths every sample is full length, as in forward(x).
+    const PipeValue full = run_layers(layers, {0, layers.size()}, {x, Tensor()});
+    CHECK(max_difference(full.x, model->forward(x)) == 0.0);
+  }
+}
+
+TEST_CASE("pipeline layer bytes count each layer's parameters", "[models][pipeline]") {
+  const auto model = narrow_ds2();
+  const PipelineLayers layers = model->pipeline_layers();
+  const std::vector<double> bytes = layer_parameter_bytes(layers);
+  // conv.0: 4 x 1 x 11 x 41 weights + 4 biases, BatchNorm 4 + 4; f64.
+  CHECK(bytes[0] == double((4 * 11 * 41 + 4 + 8) * 8));
+  double total = 0;
+  for (double b : bytes) total += b;
+  CHECK(total == double(model->parameter_count() * 8));
+}

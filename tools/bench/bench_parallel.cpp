@@ -1,0 +1,317 @@
+// Parallel strategies for one model, side by side: one process, data parallel, naive model
+// parallel (stages, one micro-batch), pipelines (GPipe and 1F1B over M micro-batches) and,
+// when the world allows, hybrid data x pipeline (2 stages per replica). Every strategy trains
+// the same global batch per step (SGD), so items/s compare directly. Run under mpirun:
+//   mpirun -np 2 build/bench_parallel [--device cuda] [--width 1] [--micro-batches 8]
+// Rank 0 prints one JSON line per strategy, then a markdown table:
+//   {"work": "parallel", "model": "vgg19_bn", "strategy": "pipeline", "schedule": "1f1b",
+//    "devices": 2, "stages": 2, "replicas": 1, "micro_batches": 4, "batch": 32,
+//    "step_ms": ..., "epoch_s": ..., "items_per_s": ..., "peak_mem_mb": ...,
+//    "bubble_measured": ..., "bubble_ideal": ...}
+// step time: the slowest rank's mean over --steps timed steps after --warmup; epoch: step
+// time x ceil(--epoch-items / batch); peak memory: the largest of the ranks' allocator peaks
+// during the timed steps; measured bubble: the ranks' mean share of the step spent blocked
+// on receives and sends (pipelines: idling for a neighbour, stage imbalance included),
+// against the ideal (S - 1) / (M + S - 1). Stages are balanced by each layer's forward and
+// backward time measured once on rank 0 (--balance time), or by parameter bytes. Global
+// batch and micro-batches are fixed per step; final accuracy after training epochs is not
+// measured here (synthetic data).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "comm/bootstrap.h"
+#include "comm/pipeline/partition.h"
+#include "comm/pipeline/pipeline.h"
+#include "comm/reducer.h"
+#include "engine/allocator.h"
+#include "engine/ops/loss.h"
+#include "engine/optim/sgd.h"
+#include "engine/random.h"
+#include "models/vgg.h"
+
+#if SONATA_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+using namespace sonata;
+
+namespace {
+
+struct Options {
+  Device device = Device::cpu();
+  double width = 0.125;
+  int64_t image = 64, in_channels = 1, classes = 16, batch = 32;
+  int micro_batches = 4, steps = 5, warmup = 2;
+  int64_t epoch_items = 1600;
+  std::string balance = "time";  // time (measured) | params (bytes)
+};
+
+struct Row {
+  std::string strategy, schedule = "-";
+  int devices = 1, stages = 1, replicas = 1, micro_batches = 1;
+  double step_s = 0, peak_mb = 0, bubble = -1, ideal = -1;
+};
+
+void synchronize(Device device) {
+#if SONATA_WITH_CUDA
+  if (device.is_cuda()) cudaDeviceSynchronize();  // timing only, outside the steps
+#else
+  (void)device;
+#endif
+}
+
+void reset_peak(Device device) {
+  if (device.is_cuda())
+    cuda_reset_peak_memory_stats(device.index);
+  else
+    cpu_reset_peak_memory_stats();
+}
+
+double peak_mb(Device device) {
+  const MemoryStats stats = device.is_cuda() ? cuda_memory_stats(device.index) : cpu_memory_stats();
+  return double(stats.peak_allocated_bytes) / double(1 << 20);
+}
+
+std::shared_ptr<Vgg> make_model(const Options& o) {
+  manual_seed(7);
+  VggOptions options;
+  options.num_classes = o.classes;
+  options.in_channels = o.in_channels;
+  options.width = o.width;
+  options.dropout = 0;
+  auto model = std::make_shared<Vgg>(options);
+  model->to(o.device);
+  return model;
+}
+
+struct Batch {
+  Tensor x, labels;
+};
+
+Batch make_batch(const Options& o, int64_t rows) {
+  manual_seed(8);
+  const TensorOptions where = TensorOptions{}.with(o.device);
+  std::vector<int64_t> labels;
+  for (int64_t n = 0; n < rows; ++n) labels.push_back(n % o.classes);
+  return {randn({rows, o.in_channels, o.image, o.image}, where),
+          from_vector(labels, {rows}).to(o.device)};
+}
+
+// Max over ranks (or mean) of one number.
+double reduce_value(ProcessGroup& group, double value, bool maximum) {
+  if (group.world_size() == 1) return value;
+  if (maximum) {
+    Tensor all = empty({group.world_size()}, TensorOptions{}.with(DType::f64).with(group.device()));
+    Tensor mine = full({1}, value, TensorOptions{}.with(DType::f64).with(group.device()));
+    group.all_gather(mine, all)->synchronize();
+    const std::vector<double> values = all.to_vector<double>();
+    return *std::max_element(values.begin(), values.end());
+  }
+  Tensor mine = full({1}, value, TensorOptions{}.with(DType::f64).with(group.device()));
+  group.all_reduce(mine, ReduceOp::avg)->synchronize();
+  return mine.item();
+}
+
+// Runs `step` --warmup then --steps times on every rank (`active` ranks only do work) and
+// fills the row's step time and memory; `step` returns the share of it spent waiting.
+void measure(const Options& o, ProcessGroup& world, bool active, Row& row,
+             const std::function<double()>& step) {
+  for (int i = 0; i < o.warmup && active; ++i) step();
+  synchronize(o.device);
+  world.barrier()->synchronize();
+  reset_peak(o.device);
+  double waited = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.steps && active; ++i) waited += step();
+  synchronize(o.device);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / o.steps;
+  row.step_s = reduce_value(world, active ? seconds : 0.0, true);
+  row.peak_mb = reduce_value(world, active ? peak_mb(o.device) : 0.0, true);
+  if (row.bubble >= 0) row.bubble = reduce_value(world, waited / o.steps / seconds, false);
+}
+
+Row run_single(const Options& o, ProcessGroup& world) {
+  Row row{"single"};
+  const bool active = world.rank() == 0;
+  auto model = make_model(o);
+  SGD optimizer(model->parameters(), SgdOptions{0.01});
+  const Batch batch = make_batch(o, o.batch);
+  measure(o, world, active, row, [&] {
+    optimizer.zero_grad();
+    cross_entropy(model->forward(batch.x), batch.labels).backward();
+    optimizer.step();
+    return 0.0;
+  });
+  return row;
+}
+
+Row run_data_parallel(const Options& o, const std::shared_ptr<ProcessGroup>& world) {
+  Row row{"data parallel"};
+  row.devices = row.replicas = world->world_size();
+  auto model = make_model(o);
+  SGD optimizer(model->parameters(), SgdOptions{0.01});
+  Reducer reducer(model->named_parameters(), world);
+  const Batch batch = make_batch(o, o.batch / world->world_size());
+  measure(o, *world, true, row, [&] {
+    reducer.prepare_for_backward();
+    cross_entropy(model->forward(batch.x), batch.labels).backward();
+    reducer.finish();
+    optimizer.step();
+    return 0.0;
+  });
+  return row;
+}
+
+// `stages` ranks per replica; `replicas` > 1 adds a reducer over each stage's replicas.
+Row run_pipeline(const Options& o, ProcessGroup& world, const std::string& strategy,
+                 PipelineSchedule schedule, int micro_batches, int replicas) {
+  Row row{strategy, schedule_name(schedule)};
+  const int stages = world.world_size() / replicas;
+  row.devices = world.world_size();
+  row.stages = stages;
+  row.replicas = replicas;
+  row.micro_batches = micro_batches;
+  row.bubble = 0;
+  row.ideal = ideal_bubble(stages, micro_batches);
+  const int replica = world.rank() / stages, s = world.rank() % stages;
+  const auto stage_group = world.split(replica, s);
+  const auto replica_group = world.split(s, replica);
+
+  auto model = make_model(o);
+  PipelineLayers layers = model->pipeline_layers();
+  const Batch batch = make_batch(o, o.batch / replicas);
+  std::vector<double> costs;
+  if (o.balance == "time") {
+    costs = measure_layer_times(
+        layers, {batch.x.slice(0, 0, std::max<int64_t>(1, batch.x.size(0) / micro_batches)), {}});
+    costs = broadcast_costs(world, costs);
+  } else {
+    costs = layer_parameter_bytes(layers);
+  }
+  const std::vector<LayerRange> ranges = partition_balanced(costs, stages);
+  if (world.rank() == 0)
+    std::fprintf(stderr, "bench_parallel: %s stages %s\n", strategy.c_str(),
+                 partition_str(ranges).c_str());
+  auto stage = std::make_shared<PipelineStage>(std::move(layers), ranges, s);
+  Pipeline pipeline(
+      stage_group, stage,
+      [](const PipeValue& out, const std::vector<Tensor>& targets) {
+        return cross_entropy(out.x, targets[0]);
+      },
+      PipelineOptions{schedule, micro_batches});
+  SGD optimizer(stage->parameters(), SgdOptions{0.01});
+  std::unique_ptr<Reducer> reducer;
+  if (replicas > 1) reducer = std::make_unique<Reducer>(stage->named_parameters(), replica_group);
+  measure(o, world, true, row, [&] {
+    if (!reducer) optimizer.zero_grad();
+    const PipelineStepResult result =
+        pipeline.step({batch.x, Tensor()}, {batch.labels}, reducer.get());
+    optimizer.step();
+    return result.wait_seconds;
+  });
+  return row;
+}
+
+std::string fixed(double value, int digits) {
+  if (value < 0) return "-";
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", digits, value);
+  return text;
+}
+
+void print_json(const Options& o, const Row& r, const std::string& backend) {
+  const double epoch_s = r.step_s * std::ceil(double(o.epoch_items) / double(o.batch));
+  std::printf(
+      "{\"work\": \"parallel\", \"model\": \"vgg19_bn\", \"width\": %g, \"backend\": \"%s\", "
+      "\"strategy\": \"%s\", \"schedule\": \"%s\", \"devices\": %d, \"stages\": %d, "
+      "\"replicas\": %d, \"micro_batches\": %d, \"batch\": %lld, \"step_ms\": %.3f, "
+      "\"epoch_s\": %.3f, \"items_per_s\": %.2f, \"peak_mem_mb\": %.2f, "
+      "\"bubble_measured\": %s, \"bubble_ideal\": %s}\n",
+      o.width, backend.c_str(), r.strategy.c_str(), r.schedule.c_str(), r.devices, r.stages,
+      r.replicas, r.micro_batches, static_cast<long long>(o.batch), r.step_s * 1e3, epoch_s,
+      double(o.batch) / r.step_s, r.peak_mb, r.bubble < 0 ? "null" : fixed(r.bubble, 4).c_str(),
+      r.ideal < 0 ? "null" : fixed(r.ideal, 4).c_str());
+  std::fflush(stdout);
+}
+
+void print_table(const Options& o, const std::vector<Row>& rows) {
+  std::printf(
+      "\n| strategy | schedule | devices | stages x replicas | M | step (ms) | epoch (s) | "
+      "items/s | peak mem / device (MiB) | bubble measured | bubble ideal |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const Row& r : rows) {
+    const double epoch_s = r.step_s * std::ceil(double(o.epoch_items) / double(o.batch));
+    std::printf("| %s | %s | %d | %d x %d | %d | %.1f | %.2f | %.1f | %.1f | %s | %s |\n",
+                r.strategy.c_str(), r.schedule.c_str(), r.devices, r.stages, r.replicas,
+                r.micro_batches, r.step_s * 1e3, epoch_s, double(o.batch) / r.step_s, r.peak_mb,
+                fixed(r.bubble, 3).c_str(), fixed(r.ideal, 3).c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  std::string device_name = "cpu";
+  CLI::App app{"sonata parallel strategies for vgg19_bn (single, data, model, pipeline, hybrid)"};
+  app.add_option("--device", device_name, "cpu (MPI) | cuda (NCCL)")->capture_default_str();
+  app.add_option("--width", o.width, "vgg19_bn width multiplier (1 = full)")->capture_default_str();
+  app.add_option("--image", o.image, "image height and width")->capture_default_str();
+  app.add_option("--in-channels", o.in_channels, "input channels")->capture_default_str();
+  app.add_option("--num-classes", o.classes, "classes")->capture_default_str();
+  app.add_option("--batch", o.batch, "global batch per step (all replicas)")->capture_default_str();
+  app.add_option("--micro-batches", o.micro_batches, "micro-batches per pipeline step")
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "timed steps per strategy")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--epoch-items", o.epoch_items, "items per epoch, for the epoch time")
+      ->capture_default_str();
+  app.add_option("--balance", o.balance, "stage balance: params (bytes) | time (measured)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    o.device = Device::parse(device_name);
+    SONATA_CHECK(o.balance == "params" || o.balance == "time", "bench_parallel: --balance '",
+                 o.balance, "' must be params or time");
+    SONATA_CHECK(o.steps > 0 && o.warmup >= 0 && o.micro_batches > 0,
+                 "bench_parallel: --steps and --micro-batches must be positive, --warmup not "
+                 "negative");
+    auto world = init_process_group(o.device);
+    const int W = world->world_size();
+    SONATA_CHECK(o.batch % (W * o.micro_batches) == 0, "bench_parallel: --batch ", o.batch,
+                 " must divide into ", W, " ranks x ", o.micro_batches, " micro-batches");
+    std::vector<Row> rows;
+    rows.push_back(run_single(o, *world));
+    if (W > 1) {
+      rows.push_back(run_data_parallel(o, world));
+      rows.push_back(run_pipeline(o, *world, "model parallel", PipelineSchedule::gpipe, 1, 1));
+      rows.push_back(
+          run_pipeline(o, *world, "pipeline", PipelineSchedule::gpipe, o.micro_batches, 1));
+      rows.push_back(
+          run_pipeline(o, *world, "pipeline", PipelineSchedule::one_f_one_b, o.micro_batches, 1));
+      if (W >= 4 && W % 2 == 0)
+        rows.push_back(run_pipeline(o, *world, "hybrid", PipelineSchedule::one_f_one_b,
+                                    o.micro_batches, W / 2));
+    }
+    if (world->rank() == 0) {
+      for (const Row& row : rows) print_json(o, row, world->backend());
+      print_table(o, rows);
+    }
+    world.reset();
+    finalize();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "bench_parallel: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
