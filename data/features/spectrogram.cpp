@@ -57,7 +57,8 @@ FeatureExtractor::FeatureExtractor(const FeatureConfig& config)
     : config_(validated(config)),
       plan_(make_plan(config_)),
       filterbank_(make_filterbank(config_)),
-      bands_(cpu::MelBands::from_dense(filterbank_.data(), config_.bins(), config_.n_mels)) {}
+      bands_(cpu::MelBands::from_dense(filterbank_.data(), config_.bins(), config_.n_mels)),
+      device_tables_(make_feature_device_tables()) {}
 
 void FeatureExtractor::check_clip(int64_t samples, const char* what) const {
   SONATA_CHECK(samples > 0, what, ": an empty clip has no frames");

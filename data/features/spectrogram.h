@@ -9,10 +9,15 @@
 // torchaudio; log_mel is [frames, n_mels], what DS2 consumes ([T, 80]), with the config's log
 // and normalisation applied. Every result is a float32 CPU tensor.
 //
+// log_mel_on / log_mel_batch compute the same log_mel on a CUDA device (kernels/cuda/mel.h:
+// cuFFT, the filterbank as one SGEMM, top_db and normalisation as small reductions), within
+// 1e-4 of the CPU; in a build without CUDA they throw.
+//
 // A clip must give at least one frame: center with reflect padding needs more than
 // n_fft / 2 samples (as torch.stft), no center needs n_fft; anything shorter throws naming
 // the clip's length and the requirement.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -22,6 +27,10 @@
 #include "kernels/cpu/stft.h"
 
 namespace sonata {
+
+// The window and filterbank uploaded to each CUDA device on first use (spectrogram_cuda.cpp).
+struct FeatureDeviceTables;
+std::shared_ptr<FeatureDeviceTables> make_feature_device_tables();
 
 // Builds the window, FFT plan and filterbank once; thread-safe to share.
 class FeatureExtractor {
@@ -37,6 +46,15 @@ class FeatureExtractor {
   // One [frames_c, n_mels] tensor per clip, computed together (threads over all clips). The
   // tensors are contiguous views of one batch-sized block, which lives while any of them does.
   std::vector<Tensor> log_mel(const std::vector<std::span<const float>>& clips) const;
+  // The same on `device`: on CUDA the clips go to the device as one [B, L_max] block and each
+  // result is a [frames_c, n_mels] view of one log_mel_batch result there; on the CPU it is
+  // log_mel(clips).
+  std::vector<Tensor> log_mel_on(Device device,
+                                 const std::vector<std::span<const float>>& clips) const;
+  // A batch already on a CUDA device: `samples` [B, L_max] f32, clip b its first lengths[b]
+  // samples. Returns [B, F_max, n_mels] on that device (F_max: the most frames of any clip),
+  // clip b's rows past its frames(lengths[b]) zero. Asynchronous on the current stream.
+  Tensor log_mel_batch(const Tensor& samples, const std::vector<int64_t>& lengths) const;
 
   // The filterbank, [n_fft / 2 + 1, n_mels] float64 (torchaudio's melscale_fbanks layout).
   const std::vector<double>& filterbank() const { return filterbank_; }
@@ -49,6 +67,7 @@ class FeatureExtractor {
   kernels::cpu::StftPlan plan_;
   std::vector<double> filterbank_;
   kernels::cpu::MelBands bands_;
+  std::shared_ptr<FeatureDeviceTables> device_tables_;  // shared by copies: same config
 };
 
 // One-off conveniences (each builds a FeatureExtractor).

@@ -425,3 +425,21 @@ TEST_CASE("Short clips and bad configs throw one clear sentence", "[mel]") {
       },
       "power 1");
 }
+
+TEST_CASE("log_mel_on the CPU is log_mel; on CUDA without a device it throws the reason", "[mel]") {
+  FeatureConfig c;
+  c.hop_length = 160;
+  const FeatureExtractor extractor(c);
+  const std::vector<float> a = noise(16000, 4), b = noise(900, 5);
+  const std::vector<Tensor> on_cpu = extractor.log_mel_on(Device::cpu(), {a, b});
+  const std::vector<Tensor> reference = extractor.log_mel({a, b});
+  REQUIRE(on_cpu.size() == 2);
+  for (size_t i = 0; i < 2; ++i)
+    CHECK(on_cpu[i].to_vector<float>() == reference[i].to_vector<float>());
+  if (!cuda_available()) {
+    REQUIRE_THROWS_WITH(extractor.log_mel_on(Device::cuda(), {a, b}),
+                        Contains("log_mel_on cuda:0") && Contains(cuda_unavailable_reason()));
+  }
+  // A host tensor is not a device batch (CUDA builds), or there is no CUDA (others).
+  REQUIRE_THROWS_WITH(extractor.log_mel_batch(zeros({1, 1000}), {1000}), Contains("log_mel_batch"));
+}

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -144,4 +145,16 @@ TEST_CASE("Resample from many threads shares one filter per rate pair", "[resamp
     worst = std::max(worst, max_abs_difference(results[t], mine.output));
   }
   CHECK(worst < 1e-6);
+}
+
+TEST_CASE("Resample of a CPU tensor equals the span overload; other tensors throw", "[resample]") {
+  std::vector<float> x(4410);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.05 * double(i)));
+  const Tensor out = resample(from_vector(x, {int64_t(x.size())}), 44100, 16000);
+  CHECK(out.device().is_cpu());
+  CHECK(out.to_vector<float>() == resample(std::span<const float>(x), 44100, 16000));
+  CHECK(resample(from_vector(x, {int64_t(x.size())}), 16000, 16000).to_vector<float>() == x);
+  REQUIRE_THROWS_WITH(resample(zeros({2, 3}), 44100, 16000), Contains("1-D f32"));
+  REQUIRE_THROWS_WITH(resample(from_vector(x, {int64_t(x.size())}), 0, 16000),
+                      Contains("sample rates must be positive"));
 }
