@@ -18,7 +18,7 @@ if [ "${SONATA_LEAK_CHECK:-1}" = 1 ]; then
     { cat build-asan.configure.log; exit 1; }
   cmake --build build-asan -j "$(nproc)" --target sonata_tests sonata_cuda_tests
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
-    --timeout 600 -E '^cuda/' >build-asan/ctest.log 2>&1 || { cat build-asan/ctest.log; exit 1; }
+    --timeout 600 -E '^(cuda|bench)/' >build-asan/ctest.log 2>&1 || { cat build-asan/ctest.log; exit 1; }
   tail -3 build-asan/ctest.log
 fi
 

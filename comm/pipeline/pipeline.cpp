@@ -64,17 +64,31 @@ Pipeline::Pipeline(std::shared_ptr<ProcessGroup> group, std::shared_ptr<Pipeline
 
 PipelineStepResult Pipeline::step(const PipeValue& batch, const std::vector<Tensor>& targets,
                                   Reducer* reducer) {
+  const int M = options_.micro_batches;
+  std::vector<PipeValue> inputs;
+  if (stage_->is_first()) inputs = split_micro_batches(batch, M);
+  std::vector<std::vector<Tensor>> micro_targets(static_cast<size_t>(M));
+  if (stage_->is_last() && !targets.empty())
+    micro_targets = split_targets(targets, targets[0].size(0), M);
+  return step_micro_batches(M, inputs, micro_targets, reducer);
+}
+
+PipelineStepResult Pipeline::step_micro_batches(int micro_batches,
+                                                const std::vector<PipeValue>& inputs,
+                                                const std::vector<std::vector<Tensor>>& targets,
+                                                Reducer* reducer) {
   const auto start = Clock::now();
   PipelineStepResult result;
-  const int M = options_.micro_batches, S = stage_->count(), s = stage_->index();
+  const int M = micro_batches, S = stage_->count(), s = stage_->index();
   const bool first = stage_->is_first(), last = stage_->is_last();
   ProcessGroup& group = *group_;
   using Kind = PipeAction::Kind;
-
-  std::vector<PipeValue> inputs;
-  if (first) inputs = split_micro_batches(batch, M);
-  std::vector<std::vector<Tensor>> micro_targets(static_cast<size_t>(M));
-  if (last && !targets.empty()) micro_targets = split_targets(targets, targets[0].size(0), M);
+  SONATA_CHECK(M >= 1, "pipeline: a step needs at least one micro-batch, got ", M);
+  SONATA_CHECK(!first || inputs.size() == size_t(M), "pipeline: stage 0 got ", inputs.size(),
+               " inputs for ", M, " micro-batches");
+  SONATA_CHECK(!last || targets.size() == size_t(M), "pipeline: the last stage got ",
+               targets.size(), " target sets for ", M, " micro-batches");
+  const std::vector<std::vector<Tensor>>& micro_targets = targets;
 
   std::vector<InFlight> flight(static_cast<size_t>(M));
   std::vector<std::shared_ptr<Work>> sends;

@@ -85,6 +85,13 @@ class Pipeline {
   // on the first stage, `targets` (split along dim 0 like the batch) on the last.
   PipelineStepResult step(const PipeValue& batch, const std::vector<Tensor>& targets,
                           Reducer* reducer = nullptr);
+  // The same over micro-batches cut by the caller (a trainer's loader batches, each of its
+  // own length): `inputs[m]` read on the first stage, `targets[m]` on the last, and
+  // `micro_batches` (the step's M, which may differ from options().micro_batches) on every
+  // stage.
+  PipelineStepResult step_micro_batches(int micro_batches, const std::vector<PipeValue>& inputs,
+                                        const std::vector<std::vector<Tensor>>& targets,
+                                        Reducer* reducer = nullptr);
 
   PipelineStage& stage() { return *stage_; }
   ProcessGroup& group() { return *group_; }

@@ -63,6 +63,10 @@ class LossScaler {
   double scale_value() const;
   bool found_inf_value() const;
   int64_t growth_tracker_value() const;
+  // The overflow flag itself ([1] f32 on the device, shared): a distributed caller whose
+  // processes hold different gradients (pipeline stages) sums it over them between unscale_
+  // and step_scaling, so that every process skips the same steps. Undefined when disabled.
+  Tensor found_inf_flag() const { return found_inf_; }
 
   // "scale", "growth_factor", "backoff_factor", "growth_interval", "growth_tracker" (torch's
   // keys without the underscore); empty when disabled, as torch's.

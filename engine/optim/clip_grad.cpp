@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/ops.h"
 #include "engine/ops/backend.h"
 #include "kernels/common/multi_tensor.h"
 #include "kernels/cpu/grad_norm.h"
@@ -89,6 +90,29 @@ Tensor grad_norm(const std::vector<Tensor>& parameters) {
   const GradLists lists = collect_grads(parameters, "grad_norm");
   if (lists.pointers.empty()) return zeros({});
   return norm_result(lists, norm_and_factor(lists, 1.0));
+}
+
+Tensor grad_squared_norm(const std::vector<Tensor>& parameters) {
+  NoGradGuard no_grad;
+  const GradLists lists = collect_grads(parameters, "grad_squared_norm");
+  const TensorOptions f64 = TensorOptions{}.with(DType::f64);
+  if (lists.pointers.empty()) return zeros({}, f64);
+  const Tensor buffer = norm_and_factor(lists, 1.0);
+  return sum(buffer.slice(0, 0, lists.chunks));
+}
+
+void clip_grads_to_norm_(const std::vector<Tensor>& parameters, double total_norm,
+                         double max_norm) {
+  NoGradGuard no_grad;
+  const GradLists lists = collect_grads(parameters, "clip_grads_to_norm_");
+  if (lists.pointers.empty()) return;
+  const double coefficient = max_norm / (total_norm + 1e-6);
+  // torch.clamp(max=1.0) keeps a NaN, as the fused kernel does.
+  const Tensor factor = full({1}, coefficient > 1.0 ? 1.0 : coefficient,
+                             TensorOptions{}.with(DType::f64).with(lists.device));
+  for (const auto& [dtype, pointers] : lists.pointers)
+    SONATA_BACKEND(lists.device, scale_tensors, dtype, pointers.data(),
+                   lists.numels.at(dtype).data(), int64_t(pointers.size()), factor.data<double>());
 }
 
 }  // namespace sonata

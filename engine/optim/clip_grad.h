@@ -16,4 +16,11 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm);
 // The same norm, leaving the gradients alone (for logging without clipping).
 Tensor grad_norm(const std::vector<Tensor>& parameters);
 
+// For a norm over gradients that several processes hold (pipeline stages): this process's
+// sum of squares, a 0-dim f64 tensor on the gradients' device (CPU zero without gradients),
+// and the clipping with the total norm the caller summed: every gradient multiplied by
+// min(max_norm / (total_norm + 1e-6), 1), as clip_grad_norm_ does with its own.
+Tensor grad_squared_norm(const std::vector<Tensor>& parameters);
+void clip_grads_to_norm_(const std::vector<Tensor>& parameters, double total_norm, double max_norm);
+
 }  // namespace sonata

@@ -88,3 +88,51 @@ TEST_CASE("clip_grad_norm_ of no gradients is 0 and a NaN spreads as in torch", 
   CHECK(std::isnan(clip_grad_norm_({p}, 1.0).item()));
   CHECK(std::isnan(p.grad().to_vector<float>()[0]));
 }
+
+TEST_CASE("a norm summed over parts of the gradients clips as clip_grad_norm_ over them all",
+          "[optim]") {
+  // Two "stages" hold parts of one model's gradients (f64, so the comparison is exact up to
+  // the order of a few additions).
+  manual_seed(11);
+  const TensorOptions f64 = TensorOptions{}.with(DType::f64);
+  auto make = [&](const std::vector<Shape>& shapes) {
+    std::vector<Tensor> params;
+    for (const Shape& shape : shapes) {
+      Tensor p = zeros(shape, f64.grad());
+      p.set_grad(randn(shape, f64) * 3.0);
+      params.push_back(p);
+    }
+    return params;
+  };
+  const std::vector<Tensor> first = make({{4, 5}, {7}}), second = make({{3, 3, 2}});
+  std::vector<Tensor> all = first;
+  all.insert(all.end(), second.begin(), second.end());
+  // The reference: every gradient copied, then clipped as one.
+  std::vector<Tensor> reference;
+  for (const Tensor& p : all) {
+    Tensor copy = zeros(p.shape(), f64.grad());
+    copy.set_grad(p.grad().clone());
+    reference.push_back(copy);
+  }
+  double by_hand = 0;
+  for (const Tensor& p : all)
+    for (const double g : p.grad().to_vector<double>()) by_hand += g * g;
+  const double part_sum = grad_squared_norm(first).item() + grad_squared_norm(second).item();
+  CHECK(part_sum == Approx(by_hand).epsilon(1e-13));
+  CHECK(grad_squared_norm({zeros({2}, f64.grad())}).item() == 0.0);  // no gradient at all
+
+  const double max_norm = 0.25 * std::sqrt(by_hand);  // clips by about 4
+  const double total = clip_grad_norm_(reference, max_norm).item();
+  CHECK(total == Approx(std::sqrt(part_sum)).epsilon(1e-13));
+  clip_grads_to_norm_(first, std::sqrt(part_sum), max_norm);
+  clip_grads_to_norm_(second, std::sqrt(part_sum), max_norm);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto got = all[i].grad().to_vector<double>();
+    const auto want = reference[i].grad().to_vector<double>();
+    for (size_t k = 0; k < got.size(); ++k) CHECK(got[k] == Approx(want[k]).epsilon(1e-13));
+  }
+  // A norm under max_norm leaves the gradients alone.
+  const std::vector<double> before = first[0].grad().to_vector<double>();
+  clip_grads_to_norm_(first, 0.5 * max_norm, max_norm);
+  CHECK(first[0].grad().to_vector<double>() == before);
+}

@@ -18,6 +18,7 @@
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
 #include "models/registry.h"
+#include "models/vgg.h"
 #include "tools/trainer/precision.h"
 
 namespace sonata {
@@ -304,6 +305,22 @@ std::string ClassTask::describe() const {
         str("; ", data->name, " ", data->track_count, " tracks, ", data->images.size(), " slices");
   }
   return text;
+}
+
+PipelineLayers ClassTask::pipeline_layers() {
+  const auto vgg = std::dynamic_pointer_cast<Vgg>(model_);
+  SONATA_CHECK(vgg, "--pipeline-stages: the classification model is not a Vgg");
+  return vgg->pipeline_layers();
+}
+
+PipeValue ClassTask::pipeline_input(const HostBatch& batch, Device device) {
+  SONATA_NVTX_RANGE("sonata::step::host_to_device");
+  return {batch.tensors[0].to(device, true).to(compute_dtype_), Tensor()};
+}
+
+Tensor ClassTask::pipeline_loss(const PipeValue& output, const std::vector<Tensor>& batch_tensors,
+                                Device device) {
+  return cross_entropy(cast(output.x, DType::f32), batch_tensors[1].to(device, true));
 }
 
 }  // namespace sonata

@@ -49,6 +49,10 @@ class ClassTask : public Task {
   std::map<std::string, std::string> checkpoint_texts() const override;
   std::string describe() const override;
   const char* item_name() const override { return "img"; }
+  PipelineLayers pipeline_layers() override;
+  PipeValue pipeline_input(const HostBatch& batch, Device device) override;
+  Tensor pipeline_loss(const PipeValue& output, const std::vector<Tensor>& batch_tensors,
+                       Device device) override;
 
  private:
   const ImageSplit& split(const std::string& name) const;

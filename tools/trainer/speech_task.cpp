@@ -360,4 +360,20 @@ std::string SpeechTask::describe() const {
   return text;
 }
 
+PipelineLayers SpeechTask::pipeline_layers() {
+  return model_->pipeline_layers();
+}
+
+PipeValue SpeechTask::pipeline_input(const HostBatch& batch, Device device) {
+  SONATA_NVTX_RANGE("sonata::step::host_to_device");
+  return {batch.tensors[0].to(device, true).to(compute_dtype_), batch.tensors[1]};
+}
+
+// The layers end in log_softmax (as forward()), so this is ctc_loss, not the fused
+// ctc_loss_from_logits of loss(): equal up to rounding.
+Tensor SpeechTask::pipeline_loss(const PipeValue& output, const std::vector<Tensor>& batch_tensors,
+                                 Device) {
+  return ctc_loss(output.x, batch_tensors[2], output.lengths, batch_tensors[3], ctc_options());
+}
+
 }  // namespace sonata

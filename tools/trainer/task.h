@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/pipeline/pipeline_layer.h"
 #include "data/loader/batch_loader.h"
 #include "engine/nn/module.h"
 #include "engine/tensor.h"
@@ -60,6 +61,15 @@ class Task {
   virtual std::string describe() const = 0;
   // The unit of throughput: "utt" or "img".
   virtual const char* item_name() const = 0;
+
+  // Pipeline parallelism (--pipeline-stages): the model as its sequence of layers, a batch's
+  // input to the first layer, and the loss of the last layer's output for that batch (its
+  // host tensors as prepare() made them): together the same computation as loss(). The
+  // defaults throw: a task that cannot be cut into stages says so.
+  virtual PipelineLayers pipeline_layers();
+  virtual PipeValue pipeline_input(const HostBatch& batch, Device device);
+  virtual Tensor pipeline_loss(const PipeValue& output, const std::vector<Tensor>& batch_tensors,
+                               Device device);
 };
 
 }  // namespace sonata

@@ -27,6 +27,7 @@
 #include "models/layers/batch_norm.h"
 #include "tools/trainer/init_from.h"
 #include "tools/trainer/metrics_log.h"
+#include "tools/trainer/pipeline_parallel.h"
 #include "tools/trainer/precision.h"
 #include "tools/trainer/progress.h"
 #include "tools/trainer/training_state.h"
@@ -73,15 +74,14 @@ LrSchedule make_schedule(const TrainerOptions& o, double peak_lr, double length)
 
 // Length buckets for ASR (little padding), a fresh permutation each epoch for
 // classification (uniform, or class-balanced on request); all pure functions of the epoch.
+// `replica` of `replicas` data-parallel shards.
 std::unique_ptr<BatchSampler> make_sampler(const TrainerOptions& o, const Task& task,
-                                           const ProcessGroup* group) {
+                                           int64_t replica, int64_t replicas) {
   SamplerOptions sampling;
   sampling.batch_size = o.batch_size;
   sampling.seed = o.seed;
-  if (group) {
-    sampling.rank = group->rank();
-    sampling.world_size = group->world_size();
-  }
+  sampling.rank = replica;
+  sampling.world_size = replicas;
   if (o.is_asr())
     return std::make_unique<LengthBucketSampler>(task.train_lengths(), sampling,
                                                  /*bucket_size_multiplier=*/100, o.sortagrad);
@@ -111,6 +111,11 @@ class Run {
  private:
   double schedule_position(int64_t step) const;
   void train_epoch(int64_t epoch, int64_t first_batch);
+  // The batch `index` of `count` in this epoch, from the stager or the loader (timed as the
+  // data wait); on a GPU the next batch's copy starts behind it.
+  HostBatch next_batch(size_t index, size_t count);
+  // --pipeline-stages: the last stage's loss of one micro-batch, tracked and scaled.
+  Tensor pipeline_micro_batch_loss(const PipeValue& output, const std::vector<Tensor>& tensors);
   void track_loss(const Tensor& loss);
   void optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches);
   void log_point(int64_t epoch, int64_t step_in_epoch);
@@ -130,6 +135,7 @@ class Run {
   std::shared_ptr<ProcessGroup> group_;  // null in one process
   int64_t rank_ = 0, world_ = 1;
   std::unique_ptr<DistributedDataParallel> ddp_;
+  std::unique_ptr<PipelineParallel> pipeline_;  // --pipeline-stages > 1
   Module& model_;
   std::string metrics_path_;
   MetricsLog metrics_;
@@ -208,19 +214,6 @@ TrainResult Run::evaluate_only() {
 }
 
 TrainResult Run::train() {
-  sampler_ = make_sampler(o_, task_, group_.get());
-  const int64_t batches_per_epoch = sampler_->batches_per_epoch();
-  steps_per_epoch_ = (batches_per_epoch + o_.accum_steps - 1) / o_.accum_steps;
-  total_steps_ = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch_ * o_.epochs;
-  epochs_ = (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_;
-  // The global batch: every rank's micro-batches of one optimizer step.
-  const double peak_lr = scale_lr(o_.lr, o_.batch_size * o_.accum_steps * world_,
-                                  o_.reference_batch, parse_lr_scaling_rule(o_.lr_scaling));
-  schedule_in_steps_ = o_.schedule_unit == "steps";
-  schedule_ =
-      make_schedule(o_, peak_lr, schedule_in_steps_ ? double(total_steps_) : double(epochs_));
-  optimizer_ = make_optimizer(o_, model_, peak_lr);
-  parameters_ = model_.parameters();
   // fp16 scales the loss (GradScaler); fp32 and bf16 keep the scaler's inf/nan check at a
   // fixed scale of 1, so a non-finite gradient skips the step instead of poisoning weights.
   LossScalerOptions scaling;
@@ -230,6 +223,28 @@ TrainResult Run::train() {
     scaling.backoff_factor = 1.0;
   }
   scaler_ = std::make_unique<LossScaler>(device_, scaling);
+  if (o_.pipeline_stages > 1)
+    pipeline_ = std::make_unique<PipelineParallel>(
+        o_, task_, group_, device_, [this](const PipeValue& output, const std::vector<Tensor>& t) {
+          return pipeline_micro_batch_loss(output, t);
+        });
+  // Data-parallel shards: every rank's, or under a pipeline every replica's.
+  const int64_t replicas = pipeline_ ? pipeline_->replicas() : world_;
+  sampler_ = make_sampler(o_, task_, pipeline_ ? pipeline_->replica() : rank_, replicas);
+  const int64_t batches_per_epoch = sampler_->batches_per_epoch();
+  steps_per_epoch_ = (batches_per_epoch + o_.accum_steps - 1) / o_.accum_steps;
+  total_steps_ = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch_ * o_.epochs;
+  epochs_ = (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_;
+  // The global batch: every shard's micro-batches of one optimizer step.
+  const double peak_lr = scale_lr(o_.lr, o_.batch_size * o_.accum_steps * replicas,
+                                  o_.reference_batch, parse_lr_scaling_rule(o_.lr_scaling));
+  schedule_in_steps_ = o_.schedule_unit == "steps";
+  schedule_ =
+      make_schedule(o_, peak_lr, schedule_in_steps_ ? double(total_steps_) : double(epochs_));
+  // Under a pipeline too the optimizer holds the whole model, so that its state numbers the
+  // parameters as one process does; only this stage's get gradients and steps.
+  optimizer_ = make_optimizer(o_, model_, peak_lr);
+  parameters_ = pipeline_ ? pipeline_->parameters() : model_.parameters();
   if (!o_.checkpoint_dir.empty() && is_main())
     checkpoints_ = std::make_unique<CheckpointManager>(o_.checkpoint_dir, o_.keep_checkpoints,
                                                        task_.lower_is_better() ? "min" : "max");
@@ -250,15 +265,15 @@ TrainResult Run::train() {
     }
   }
   step_ = first_step_ = start.step;
-  if (group_) {
+  if (pipeline_) {
+    // After the weights are final: replica 0's stages replace every rank's copy.
+    pipeline_->sync_model();
+    progress_.print(str("pipeline parallel: ", pipeline_->describe(), "; this process runs stage ",
+                        pipeline_->stage(), " of replica ", pipeline_->replica()));
+  } else if (group_) {
     // After the weights are final (moved, cast, resumed): rank 0's replace every rank's.
     DdpOptions ddp_options;
-    ddp_options.reducer.bucket_cap_bytes = int64_t(o_.bucket_mb * double(1 << 20));
-    ddp_options.reducer.first_bucket_cap_bytes =
-        std::min(ddp_options.reducer.bucket_cap_bytes, int64_t(1) << 20);
-    ddp_options.reducer.find_unused_parameters = o_.find_unused_parameters;
-    if (o_.ddp_comm_dtype != "same")
-      ddp_options.reducer.comm_dtype = o_.ddp_comm_dtype == "fp16" ? DType::f16 : DType::bf16;
+    ddp_options.reducer = reducer_options(o_);
     if (o_.sync_bn) {
       // Statistics on a group of their own, so their gathers never queue behind (or in
       // between) the gradient buckets'; identical statistics make broadcasts unnecessary.
@@ -273,8 +288,9 @@ TrainResult Run::train() {
 
   progress_.print(str("training on ", device_.str(), ": ", task_.describe()));
   progress_.print(str(total_steps_, " steps (", epochs_, " epochs of ", steps_per_epoch_,
-                      "), batch ", o_.batch_size, " x ", o_.accum_steps, " accumulated x ", world_,
-                      " processes, peak lr ", peak_lr, ", metrics in ", metrics_path_));
+                      "), batch ", o_.batch_size, " x ", o_.accum_steps, " accumulated x ",
+                      replicas, pipeline_ ? " replicas" : " processes", ", peak lr ", peak_lr,
+                      ", metrics in ", metrics_path_));
   for (int64_t epoch = start.epoch; epoch < epochs_ && !finished() && !result_.stopped_bad;
        ++epoch) {
     train_epoch(epoch, epoch == start.epoch ? start.batch : 0);
@@ -287,6 +303,8 @@ TrainResult Run::train() {
     }
     save_checkpoint({step_, epoch + 1, 0}, metric);
   }
+  // Every rank's model whole again (each trained only its stage), for whoever uses it next.
+  if (pipeline_) pipeline_->sync_model();
   progress_.finish();
   // Nobody reads a checkpoint before rank 0 has finished writing it (a resume may follow).
   if (group_) group_->barrier()->synchronize();
@@ -310,24 +328,16 @@ void Run::train_epoch(int64_t epoch, int64_t first_batch) {
     SONATA_NVTX_RANGE("sonata::step");
     // One optimizer step over accum_steps micro-batches (fewer at the end of an epoch).
     const size_t micro = std::min<size_t>(size_t(o_.accum_steps), count - index);
-    for (size_t m = 0; m < micro; ++m, ++index) {
-      const Clock::time_point wait_start = Clock::now();
-      std::optional<HostBatch> batch;
-      {
-        SONATA_NVTX_RANGE("sonata::step::data_wait");
-        if (!stager_.staged()) {
-          std::optional<HostBatch> fetched = loader_.next();
-          SONATA_CHECK(fetched, "the loader ended before batch ", index, " of ", count);
-          stager_.stage(std::move(*fetched));
-        }
-        batch = stager_.take();
-        // On a GPU the next batch's copy runs on the copy stream during this step. (On the
-        // CPU, fetching it now would only wait for the workers before computing.)
-        if (device_.is_cuda() && index + 1 < count)
-          if (std::optional<HostBatch> upcoming = loader_.next())
-            stager_.stage(std::move(*upcoming));
-      }
-      wait_since_log_ += seconds_since(wait_start);
+    if (pipeline_) {
+      std::vector<HostBatch> batches;
+      for (size_t m = 0; m < micro; ++m, ++index) batches.push_back(next_batch(index, count));
+      pipeline_->step(batches, device_);
+      // The items once per replica: its last stage counts them (and tracks the losses).
+      if (pipeline_->is_last_stage())
+        for (const HostBatch& batch : batches) items_since_log_ += batch.items;
+    }
+    for (size_t m = 0; !pipeline_ && m < micro; ++m, ++index) {
+      const HostBatch batch = next_batch(index, count);
       // Under DDP, gradients are reduced on the last micro-batch only (no_sync before it).
       std::optional<NoSync> local_only;
       if (ddp_) {
@@ -335,13 +345,13 @@ void Run::train_epoch(int64_t epoch, int64_t first_batch) {
         ddp_->broadcast_buffers();
         ddp_->prepare_for_backward();
       }
-      const Tensor loss = task_.loss(*batch, device_);
+      const Tensor loss = task_.loss(batch, device_);
       {
         SONATA_NVTX_RANGE("sonata::step::backward");
         scaler_->scale(loss * (1.0 / double(micro))).backward();
       }
       track_loss(loss.detach());
-      items_since_log_ += batch->items;
+      items_since_log_ += batch.items;
     }
     if (ddp_) {
       SONATA_NVTX_RANGE("sonata::step::reducer_finish");
@@ -351,6 +361,29 @@ void Run::train_epoch(int64_t epoch, int64_t first_batch) {
     if (step_ == profile_last_) stop_profiling();
     if (result_.stopped_bad) break;
   }
+}
+
+HostBatch Run::next_batch(size_t index, size_t count) {
+  SONATA_NVTX_RANGE("sonata::step::data_wait");
+  const Clock::time_point wait_start = Clock::now();
+  if (!stager_.staged()) {
+    std::optional<HostBatch> fetched = loader_.next();
+    SONATA_CHECK(fetched, "the loader ended before batch ", index, " of ", count);
+    stager_.stage(std::move(*fetched));
+  }
+  HostBatch batch = stager_.take();
+  // On a GPU the next batch's copy runs on the copy stream during this step. (On the CPU,
+  // fetching it now would only wait for the workers before computing.)
+  if (device_.is_cuda() && index + 1 < count)
+    if (std::optional<HostBatch> upcoming = loader_.next()) stager_.stage(std::move(*upcoming));
+  wait_since_log_ += seconds_since(wait_start);
+  return batch;
+}
+
+Tensor Run::pipeline_micro_batch_loss(const PipeValue& output, const std::vector<Tensor>& tensors) {
+  const Tensor loss = task_.pipeline_loss(output, tensors, device_);
+  track_loss(loss.detach());
+  return scaler_->scale(loss);
 }
 
 void Run::start_profiling() {
@@ -384,7 +417,13 @@ void Run::track_loss(const Tensor& loss) {
 void Run::optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches) {
   SONATA_NVTX_RANGE("sonata::step::optimizer");
   scaler_->unscale_(parameters_);
-  norm_ = o_.grad_clip > 0 ? clip_grad_norm_(parameters_, o_.grad_clip) : grad_norm(parameters_);
+  if (pipeline_) {
+    // Each stage holds part of the gradients: the skip decision and the norm are global.
+    pipeline_->agree_found_inf(*scaler_);
+    norm_ = pipeline_->clip_global_norm(o_.grad_clip);
+  } else {
+    norm_ = o_.grad_clip > 0 ? clip_grad_norm_(parameters_, o_.grad_clip) : grad_norm(parameters_);
+  }
   optimizer_->step(scaler_->step_scaling(parameters_));
   scaler_->update();
   optimizer_->zero_grad();
@@ -410,10 +449,12 @@ void Run::optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches)
 void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
   // Totals over the ranks: loss sums and counts, items, and the worst non-finite streak
   // (as a count of ranks past the limit, so every rank stops together).
-  const int64_t worst_here = int64_t(worst_bad_streak_.item());
-  const std::vector<double> totals =
-      sum_over_ranks({loss_sum_.item(), double(losses_summed_), double(items_since_log_),
-                      double(worst_here >= o_.max_bad_steps), double(worst_here)});
+  // (Under a pipeline only the last stages compute losses.)
+  const int64_t worst_here =
+      worst_bad_streak_.defined() ? int64_t(worst_bad_streak_.item()) : int64_t(0);
+  const std::vector<double> totals = sum_over_ranks(
+      {loss_sum_.defined() ? loss_sum_.item() : 0.0, double(losses_summed_),
+       double(items_since_log_), double(worst_here >= o_.max_bad_steps), double(worst_here)});
   const double loss = totals[0] / std::max(totals[1], 1.0);
   const double elapsed = std::max(seconds_since(log_start_), 1e-9);
   const double rate = totals[2] / elapsed;
@@ -472,6 +513,7 @@ void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
 EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
   // Rank 0's BatchNorm statistics for every shard (each rank's last forward updated its own).
   if (ddp_) ddp_->broadcast_buffers();
+  if (pipeline_) pipeline_->sync_model();  // every rank evaluates the whole model
   EvalCounts counts = task_.evaluate(split, device_, rank_, world_);
   if (group_) {
     // Every rank has the same names, in the map's order.
@@ -502,13 +544,23 @@ std::vector<double> Run::sum_over_ranks(std::vector<double> values) {
 }
 
 void Run::save_checkpoint(const TrainPosition& position, std::optional<double> metric) {
-  if (!checkpoints_ || last_saved_step_ == position.step) return;
+  if (o_.checkpoint_dir.empty() || last_saved_step_ == position.step) return;
   // Only good checkpoints: none while the loss is non-finite (the weights are then those of
-  // the last good step anyway, and resuming into the NaN run would help no one).
-  if (bad_streak_.defined() && bad_streak_.item() > 0) return;
-  result_.last_checkpoint = checkpoints_->save(
-      capture_training_state(o_, task_, *optimizer_, *scaler_, position), position.step, metric);
+  // the last good step anyway, and resuming into the NaN run would help no one). A pipeline
+  // decides on every rank alike: the collectives below need them all.
+  const bool bad_here = bad_streak_.defined() && bad_streak_.item() > 0;
+  if (pipeline_ ? sum_over_ranks({double(bad_here)})[0] > 0 : bad_here) return;
+  if (!pipeline_ && !checkpoints_) return;
   last_saved_step_ = position.step;
+  std::optional<OptimizerState> gathered;
+  if (pipeline_) {
+    pipeline_->sync_model();
+    gathered = pipeline_->gather_optimizer_state(*optimizer_);
+    if (!checkpoints_) return;
+  }
+  TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
+  if (gathered) state.optimizer = std::move(*gathered);
+  result_.last_checkpoint = checkpoints_->save(state, position.step, metric);
   metrics_.write(
       {{"event", "checkpoint"}, {"step", position.step}, {"path", result_.last_checkpoint}});
 }

@@ -1,6 +1,7 @@
 #include "tools/trainer/trainer_options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -125,9 +126,10 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.add_option("--max-steps", o.max_steps, "stop after this many optimizer steps (0: epochs)")
       ->capture_default_str()
       ->group(optim);
-  app.add_option("--accum-steps", o.accum_steps, "micro-batches per optimizer step")
-      ->capture_default_str()
-      ->group(optim);
+  CLI::Option* accum =
+      app.add_option("--accum-steps", o.accum_steps, "micro-batches per optimizer step")
+          ->capture_default_str()
+          ->group(optim);
   app.add_option("--optimizer", o.optimizer, "sgd | adam | adamw")
       ->capture_default_str()
       ->group(optim);
@@ -212,6 +214,26 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
                  "same | fp16 | bf16: gradients travel in this dtype, summed in fp32")
       ->capture_default_str()
       ->group(parallel);
+
+  const char* pipeline = "Pipeline parallel (mpirun -np R ./trainer --pipeline-stages S ...)";
+  app.add_option("--pipeline-stages", o.pipeline_stages,
+                 "stages of the model, one process each; R / S data-parallel replicas")
+      ->capture_default_str()
+      ->group(pipeline);
+  app.add_option("--micro-batches", o.accum_steps,
+                 "batches per optimizer step, run through the pipeline (= --accum-steps)")
+      ->excludes(accum)
+      ->group(pipeline);
+  app.add_option("--pipeline-schedule", o.pipeline_schedule, "1f1b | gpipe")
+      ->capture_default_str()
+      ->group(pipeline);
+  app.add_option("--pipeline-balance", o.pipeline_balance,
+                 "bytes | time: balance the stages by parameter bytes or measured time")
+      ->capture_default_str()
+      ->group(pipeline);
+  app.add_option("--pipeline-cuts", o.pipeline_cuts,
+                 "explicit cuts: the first layer of each stage after the first, e.g. 7,12")
+      ->group(pipeline);
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints (and metrics) go")
       ->group(run);
   app.add_option("--keep-checkpoints", o.keep_checkpoints, "newest checkpoints kept (+ the best)")
@@ -328,6 +350,16 @@ void TrainerOptions::check() const {
   SONATA_CHECK(bucket_mb > 0, "--bucket-mb must be positive, got ", bucket_mb);
   SONATA_CHECK(one_of(ddp_comm_dtype, {"same", "fp16", "bf16"}),
                "--ddp-comm-dtype must be same, fp16 or bf16, got '", ddp_comm_dtype, "'");
+  SONATA_CHECK(pipeline_stages >= 1, "--pipeline-stages must be at least 1, got ", pipeline_stages);
+  SONATA_CHECK(one_of(pipeline_schedule, {"1f1b", "gpipe"}),
+               "--pipeline-schedule must be 1f1b or gpipe, got '", pipeline_schedule, "'");
+  SONATA_CHECK(one_of(pipeline_balance, {"bytes", "time"}),
+               "--pipeline-balance must be bytes or time, got '", pipeline_balance, "'");
+  SONATA_CHECK(pipeline_stages > 1 || pipeline_cuts.empty(),
+               "--pipeline-cuts needs --pipeline-stages 2 or more");
+  SONATA_CHECK(pipeline_stages == 1 || !sync_bn,
+               "--sync-bn does not combine with --pipeline-stages: a pipeline normalises each "
+               "micro-batch on its own, as GPipe");
   profile_range();  // throws naming a malformed --profile-steps
   SONATA_CHECK(slice_seconds > 0 && image_height > 0 && image_width > 0,
                "--slice-seconds, --image-height and --image-width must be positive");
@@ -408,7 +440,21 @@ std::string TrainerOptions::to_json() const {
   json["find-unused-parameters"] = find_unused_parameters;
   json["sync-bn"] = sync_bn;
   json["ddp-comm-dtype"] = ddp_comm_dtype;
+  json["pipeline-stages"] = pipeline_stages;
+  json["pipeline-schedule"] = pipeline_schedule;
+  json["pipeline-balance"] = pipeline_balance;
+  json["pipeline-cuts"] = pipeline_cuts;
   return json.dump();
+}
+
+ReducerOptions reducer_options(const TrainerOptions& options) {
+  ReducerOptions reducer;
+  reducer.bucket_cap_bytes = int64_t(options.bucket_mb * double(1 << 20));
+  reducer.first_bucket_cap_bytes = std::min(reducer.bucket_cap_bytes, int64_t(1) << 20);
+  reducer.find_unused_parameters = options.find_unused_parameters;
+  if (options.ddp_comm_dtype != "same")
+    reducer.comm_dtype = options.ddp_comm_dtype == "fp16" ? DType::f16 : DType::bf16;
+  return reducer;
 }
 
 }  // namespace sonata

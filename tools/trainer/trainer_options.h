@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/reducer.h"
 #include "tools/feature_flags.h"
 
 namespace CLI {
@@ -80,6 +81,13 @@ struct TrainerOptions {
   bool sync_bn = false;                 // BatchNorm statistics over every rank's batch
   std::string ddp_comm_dtype = "same";  // same | fp16 | bf16: the all-reduce's wire dtype
 
+  // Pipeline parallel (under mpirun): world = replicas x pipeline_stages; --micro-batches is
+  // accum_steps (the loader batches of one optimizer step, run through the pipeline).
+  int64_t pipeline_stages = 1;
+  std::string pipeline_schedule = "1f1b";  // 1f1b | gpipe
+  std::string pipeline_balance = "bytes";  // bytes | time: how stages are balanced
+  std::string pipeline_cuts;               // "7,12": explicit first layers of stages 1..S-1
+
   // Checkpoints and evaluation.
   std::string checkpoint_dir;
   int64_t keep_checkpoints = 3;
@@ -111,5 +119,8 @@ struct TrainerOptions {
 
 // Registers every option on `app` (with --config for a JSON or YAML file of the same keys).
 void add_trainer_options(CLI::App& app, TrainerOptions& options);
+
+// The gradient reducer's settings (DDP, and the replicas of a pipeline).
+ReducerOptions reducer_options(const TrainerOptions& options);
 
 }  // namespace sonata

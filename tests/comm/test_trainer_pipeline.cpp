@@ -1,0 +1,257 @@
+// The trainer under --pipeline-stages: a pipeline over the world (2 or 3 stages) trains the
+// weights one process trains with --accum-steps M, hybrid 2 replicas x 2 stages those of a
+// 2-process DDP run; a pipelined checkpoint resumes in one process and one process's
+// checkpoint resumes into the pipeline. SGD in f32, so that rounding differences (the
+// pipeline's ctc_loss on log_softmax against the fused loss, the loss divided by M in
+// another order) stay of rounding size. The corpus: tests/support/letters_corpus.h.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/random.h"
+#include "tests/comm/comm_group.h"
+#include "tests/support/audio_files.h"
+#include "tests/support/letters_corpus.h"
+#include "tools/trainer/class_task.h"
+#include "tools/trainer/speech_task.h"
+#include "tools/trainer/train_loop.h"
+
+using namespace sonata;
+using sonata::testing::comm_group;
+
+namespace {
+
+std::shared_ptr<ProcessGroup> shared_group() {
+  return std::shared_ptr<ProcessGroup>(&comm_group(), [](ProcessGroup*) {});
+}
+
+std::string job_folder(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("sonata_pipe_trainer_" + name + "_" + std::to_string(::getppid())))
+      .string();
+}
+
+TrainerOptions tiny_ds2(const std::string& train, const std::string& corpus) {
+  TrainerOptions options;
+  options.model = "ds2";
+  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
+  options.features.n_mels = 40;
+  options.train_manifest = train;
+  options.batch_size = 2;
+  options.accum_steps = 2;  // --micro-batches 2
+  options.epochs = 2;
+  options.optimizer = "sgd";
+  options.lr = 5e-2;
+  options.progress = "none";
+  options.log_every = 1;
+  options.workers = 1;
+  options.metrics = corpus + "/metrics.jsonl";
+  return options;
+}
+
+// Trains (or resumes) and returns the task, whose model then holds the run's weights.
+std::unique_ptr<SpeechTask> train(const TrainerOptions& options,
+                                  std::shared_ptr<ProcessGroup> group) {
+  manual_seed(options.seed);
+  auto task = std::make_unique<SpeechTask>(options, Vocabulary());
+  const TrainResult result = run_training(options, *task, Device::cpu(), std::move(group));
+  CHECK(!result.stopped_bad);
+  return task;
+}
+
+// Every entry of `actual` within rounding of `expected` (relative to the entry's size).
+void check_close(Module& actual, Module& expected, bool with_buffers) {
+  const NamedTensors a = with_buffers ? actual.state_dict() : actual.named_parameters();
+  const NamedTensors e = with_buffers ? expected.state_dict() : expected.named_parameters();
+  REQUIRE(a.size() == e.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].first);
+    REQUIRE(a[i].first == e[i].first);
+    const auto x = a[i].second.to(DType::f64).to_vector<double>();
+    const auto y = e[i].second.to(DType::f64).to_vector<double>();
+    REQUIRE(x.size() == y.size());
+    double scale = 1, gap = 0;
+    for (size_t k = 0; k < y.size(); ++k) {
+      scale = std::max(scale, std::abs(y[k]));
+      gap = std::max(gap, std::abs(x[k] - y[k]));
+    }
+    CHECK(gap <= 1e-4 * scale);
+    worst = std::max(worst, gap / scale);
+  }
+  INFO("largest relative gap " << worst);
+  CHECK(worst < 1e-4);
+}
+
+// Whether training moved any parameter (so that equal weights say something).
+bool differs(Module& a, Module& b) {
+  const NamedTensors x = a.named_parameters(), y = b.named_parameters();
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i].second.to_vector<float>() != y[i].second.to_vector<float>()) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "trainer --pipeline-stages trains what one process (or DDP) trains, and its "
+    "checkpoints cross to one process and back",
+    "[comm][trainer][pipeline]") {
+  ProcessGroup& world = comm_group();
+  const int R = world.world_size();
+  if (R < 2 || R > 4) {
+    WARN("the pipelined trainer needs 2 to 4 ranks; skipped with " << R);
+    return;
+  }
+  // 2 or 3 ranks: one pipeline over the world. 4: 2 replicas x 2 stages.
+  const int64_t stages = R == 4 ? 2 : R;
+  const std::string folder = job_folder("run");
+  const std::string corpus = folder + "/corpus_" + std::to_string(world.rank());
+  std::filesystem::create_directories(corpus);
+  const std::string manifest = sonata::testing::write_letters_corpus(corpus, "train", 12, 7);
+  TrainerOptions options = tiny_ds2(manifest, corpus);
+
+  // The reference: one process with --accum-steps 2, or (hybrid) 2-process DDP over ranks
+  // {0, 2} and {1, 3}, whose shards are the replicas'.
+  std::shared_ptr<ProcessGroup> reference_group;
+  if (R == 4) reference_group = world.split(world.rank() % 2, world.rank() / 2);
+  const bool reference_is_first = !reference_group || reference_group->rank() == 0;
+  TrainerOptions single = options;
+  single.metrics = corpus + "/single.jsonl";
+  const auto reference = train(single, reference_group);
+  const auto initial = std::make_unique<SpeechTask>(single, Vocabulary());
+  REQUIRE(differs(reference->model(), initial->model()));
+
+  for (const std::string schedule : {"1f1b", "gpipe"}) {
+    INFO(stages << " stages over " << R << " ranks, " << schedule);
+    TrainerOptions piped = options;
+    piped.pipeline_stages = stages;
+    piped.pipeline_schedule = schedule;
+    piped.metrics = corpus + "/piped_" + schedule + ".jsonl";
+    const auto result = train(piped, shared_group());
+    // Every rank ends with the whole model (replica 0's stages). DDP's buffers are its rank
+    // 0's (broadcast before every forward), as the pipeline's are replica 0's.
+    check_close(result->model(), reference->model(), reference_is_first);
+  }
+
+  if (R < 4) {  // the checkpoint exchanges are with one process
+    // A pipelined run (stages balanced by measured time this once) stopped after 2 of its 6
+    // steps, mid-epoch, then resumed in one process: it ends where the reference ends.
+    TrainerOptions piped = options;
+    piped.pipeline_stages = stages;
+    piped.pipeline_balance = "time";
+    piped.checkpoint_dir = folder + "/piped";  // rank 0 writes; run_training's barrier follows
+    piped.stop_after = 2;
+    piped.metrics = corpus + "/piped_stop.jsonl";
+    train(piped, shared_group());
+    TrainerOptions resumed_single = options;
+    resumed_single.resume = latest_checkpoint(piped.checkpoint_dir);
+    REQUIRE(!resumed_single.resume.empty());
+    resumed_single.metrics = corpus + "/resumed_single.jsonl";
+    check_close(train(resumed_single, nullptr)->model(), reference->model(), true);
+
+    // One process stopped after 2 steps (each rank its own copy), resumed as a pipeline.
+    TrainerOptions first_single = options;
+    first_single.checkpoint_dir = corpus + "/single";
+    first_single.stop_after = 2;
+    first_single.metrics = corpus + "/single_stop.jsonl";
+    train(first_single, nullptr);
+    TrainerOptions resumed_piped = options;
+    resumed_piped.pipeline_stages = stages;
+    resumed_piped.resume = latest_checkpoint(first_single.checkpoint_dir);
+    resumed_piped.metrics = corpus + "/resumed_piped.jsonl";
+    check_close(train(resumed_piped, shared_group())->model(), reference->model(), true);
+  }
+  world.barrier()->wait();
+  if (world.rank() == 0) std::filesystem::remove_all(folder);
+}
+
+TEST_CASE("trainer --pipeline-stages refuses a world it cannot split into stages",
+          "[comm][trainer][pipeline]") {
+  ProcessGroup& world = comm_group();
+  const std::string folder = job_folder("refused");
+  const std::string corpus = folder + "/corpus_" + std::to_string(world.rank());
+  std::filesystem::create_directories(corpus);
+  TrainerOptions options =
+      tiny_ds2(sonata::testing::write_letters_corpus(corpus, "train", 4, 3), corpus);
+  // One more stage than ranks (and, for 2 and 3 ranks, not a divisor of the world).
+  options.pipeline_stages = world.world_size() + 1;
+  auto task = std::make_unique<SpeechTask>(options, Vocabulary());
+  CHECK_THROWS_WITH(run_training(options, *task, Device::cpu(), shared_group()),
+                    Catch::Contains("--pipeline-stages " + std::to_string(options.pipeline_stages) +
+                                    " needs a multiple"));
+  // Cuts without stages are refused before anything runs.
+  if (world.world_size() == 1) {
+    options.pipeline_stages = 1;
+    options.pipeline_cuts = std::string("2");  // (GCC 12 -Wrestrict false positive on "2")
+    CHECK_THROWS_WITH(options.check(), Catch::Contains("--pipeline-cuts needs"));
+  }
+  world.barrier()->wait();
+  if (world.rank() == 0) std::filesystem::remove_all(folder);
+}
+
+TEST_CASE("trainer --pipeline-stages trains vgg19_bn as one process does",
+          "[comm][trainer][pipeline]") {
+  ProcessGroup& world = comm_group();
+  const int R = world.world_size();
+  if (R < 2 || R > 3) return;  // the speech case above covers 1 and 4 ranks
+  const std::string folder = job_folder("vgg");
+  const std::string corpus = folder + "/corpus_" + std::to_string(world.rank());
+  std::filesystem::create_directories(corpus);
+  // Eight one-second tones in two "genres" (low and high): one 32 x 32 image each.
+  constexpr int kRate = 16000;
+  std::ofstream manifest(corpus + "/train.tsv");
+  for (int track = 0; track < 8; ++track) {
+    std::vector<float> tone(static_cast<size_t>(kRate));
+    const double hz = (track % 2 ? 2000.0 : 300.0) + 50.0 * track;
+    for (int i = 0; i < kRate; ++i)
+      tone[size_t(i)] = 0.3f * float(std::sin(2 * std::numbers::pi * hz * i / kRate));
+    const std::string path = corpus + "/t" + std::to_string(track) + ".wav";
+    sonata::testing::write_pcm16_wav(path, tone, kRate);
+    manifest << path << "\t" << (track % 2 ? "high" : "low") << "\n";
+  }
+  manifest.close();
+  TrainerOptions options;
+  options.model = "vgg19_bn";
+  options.model_config = {{"width", "0.0625"}, {"dropout", "0"}};  // no dropout draws to align
+  options.train_manifest = corpus + "/train.tsv";
+  options.features.sample_rate = kRate;
+  options.slice_seconds = 1.0;
+  options.image_height = 32;
+  options.image_width = 32;
+  options.batch_size = 2;
+  options.accum_steps = 2;
+  options.epochs = 1;
+  options.optimizer = "sgd";
+  options.lr = 1e-2;
+  options.progress = "none";
+  options.workers = 1;
+  auto run = [&](TrainerOptions run_options, std::shared_ptr<ProcessGroup> group) {
+    manual_seed(run_options.seed);
+    auto task = std::make_unique<ClassTask>(run_options);
+    run_training(run_options, *task, Device::cpu(), std::move(group));
+    return task;
+  };
+  TrainerOptions single = options;
+  single.metrics = corpus + "/single.jsonl";
+  const auto reference = run(single, nullptr);
+  manual_seed(single.seed);
+  const auto initial = std::make_unique<ClassTask>(single);
+  REQUIRE(differs(reference->model(), initial->model()));
+  TrainerOptions piped = options;
+  piped.pipeline_stages = R;
+  piped.metrics = corpus + "/piped.jsonl";
+  check_close(run(piped, shared_group())->model(), reference->model(), true);
+  world.barrier()->wait();
+  if (world.rank() == 0) std::filesystem::remove_all(folder);
+}

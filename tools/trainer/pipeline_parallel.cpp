@@ -1,0 +1,210 @@
+#include "tools/trainer/pipeline_parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/error.h"
+#include "comm/pipeline/partition.h"
+#include "comm/pipeline/stage_state.h"
+#include "engine/optim/clip_grad.h"
+
+namespace sonata {
+namespace {
+
+// --pipeline-cuts "7,12": the first layers of stages 1..S-1.
+std::vector<size_t> parse_cuts(const std::string& text) {
+  std::vector<size_t> cuts;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    size_t used = 0;
+    long long value = -1;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    SONATA_CHECK(used > 0 && used == item.size() && value > 0,
+                 "--pipeline-cuts must list positive layer indices separated by commas, got '",
+                 text, "'");
+    cuts.push_back(size_t(value));
+  }
+  return cuts;
+}
+
+// The parameter index a state entry "state.<i>.<what>" belongs to, or -1.
+int64_t state_index(const std::string& name) {
+  if (name.rfind("state.", 0) != 0) return -1;
+  const size_t dot = name.find('.', 6);
+  return dot == std::string::npos ? -1 : std::stoll(name.substr(6, dot - 6));
+}
+
+constexpr const char* kScalarPrefix = "scalar:";
+
+}  // namespace
+
+PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
+                                   std::shared_ptr<ProcessGroup> world, Device device,
+                                   PipelineLoss loss)
+    : world_(std::move(world)),
+      stage_count_(int(options.pipeline_stages)),
+      task_(task),
+      schedule_(parse_schedule(options.pipeline_schedule)) {
+  const int world_size = world_ ? world_->world_size() : 1;
+  SONATA_CHECK(world_size % stage_count_ == 0 && world_size >= stage_count_, "--pipeline-stages ",
+               stage_count_, " needs a multiple of ", stage_count_,
+               " processes (one per stage, times the data-parallel replicas); this run has ",
+               world_size);
+  replica_count_ = world_size / stage_count_;
+  replica_ = world_->rank() / stage_count_;
+  stage_index_ = world_->rank() % stage_count_;
+  stage_group_ = world_->split(replica_, stage_index_);
+  if (replica_count_ > 1) replica_group_ = world_->split(stage_index_, replica_);
+
+  PipelineLayers layers = task.pipeline_layers();
+  SONATA_CHECK(layers.size() >= size_t(stage_count_), "--pipeline-stages ", stage_count_,
+               ": the model has only ", layers.size(), " layers to cut into stages");
+  std::vector<LayerRange> ranges;
+  std::string basis;
+  if (!options.pipeline_cuts.empty()) {
+    const std::vector<size_t> cuts = parse_cuts(options.pipeline_cuts);
+    SONATA_CHECK(cuts.size() + 1 == size_t(stage_count_), "--pipeline-cuts '",
+                 options.pipeline_cuts, "' makes ", cuts.size() + 1, " stages, not the ",
+                 stage_count_, " of --pipeline-stages");
+    ranges = partition_at(layers.size(), cuts);
+    basis = "at --pipeline-cuts";
+  } else if (options.pipeline_balance == "time") {
+    // One rank measures (timings differ between ranks) and every rank cuts by its figures.
+    std::vector<double> costs(layers.size(), 0.0);
+    if (world_->rank() == 0) {
+      std::vector<int64_t> items;
+      for (int64_t i = 0; i < std::min(options.batch_size, task.train_items()); ++i)
+        items.push_back(i);
+      costs = measure_layer_times(layers, task.pipeline_input(task.prepare(items, 0), device));
+    }
+    ranges = partition_balanced(broadcast_costs(*world_, costs), stage_count_);
+    basis = "by measured time";
+  } else {
+    ranges = partition_balanced(layer_parameter_bytes(layers), stage_count_);
+    basis = "by parameter bytes";
+  }
+  partition_text_ = str(partition_str(ranges), ", ", basis);
+
+  // Which rank of replica 0 (world rank = stage) holds each entry of the model's state.
+  std::map<std::string, int> owner;
+  for (int s = 0; s < stage_count_; ++s)
+    for (const auto& [name, tensor] : layer_state_dict(layers, ranges[size_t(s)])) owner[name] = s;
+  for (const auto& [name, tensor] : task.model().state_dict()) {
+    const auto found = owner.find(name);
+    SONATA_CHECK(found != owner.end(), "--pipeline-stages: the model's '", name,
+                 "' belongs to none of its pipeline layers");
+    state_owner_.push_back(found->second);
+  }
+
+  stage_ = std::make_shared<PipelineStage>(std::move(layers), ranges, stage_index_);
+  PipelineOptions pipeline_options;
+  pipeline_options.schedule = schedule_;
+  pipeline_options.micro_batches = int(options.accum_steps);
+  pipeline_ = std::make_unique<Pipeline>(stage_group_, stage_, std::move(loss), pipeline_options);
+  if (replica_group_)
+    reducer_ = std::make_unique<Reducer>(stage_->named_parameters(), replica_group_,
+                                         reducer_options(options));
+}
+
+std::string PipelineParallel::describe() const {
+  return str(stage_count_, " pipeline stages (layers ", partition_text_, "), ",
+             schedule_name(schedule_), " schedule",
+             replica_count_ > 1 ? str(", x ", replica_count_, " data-parallel replicas") : "");
+}
+
+PipelineStepResult PipelineParallel::step(const std::vector<HostBatch>& batches, Device device) {
+  std::vector<PipeValue> inputs;
+  std::vector<std::vector<Tensor>> targets;
+  for (const HostBatch& batch : batches) {
+    if (stage_->is_first()) inputs.push_back(task_.pipeline_input(batch, device));
+    if (stage_->is_last()) targets.push_back(batch.tensors);
+  }
+  return pipeline_->step_micro_batches(int(batches.size()), inputs, targets, reducer_.get());
+}
+
+void PipelineParallel::agree_found_inf(LossScaler& scaler) {
+  Tensor flag = scaler.found_inf_flag();
+  if (!flag.defined()) return;
+  Tensor sum = flag.to(world_->device());
+  world_->all_reduce(sum, ReduceOp::sum)->synchronize();
+  flag.copy_(sum.to(flag.device()));
+}
+
+Tensor PipelineParallel::clip_global_norm(double max_norm) {
+  const std::vector<Tensor> params = parameters();
+  // Replicas hold equal gradients after the reducer: the stage group's sum is the total.
+  Tensor squares = grad_squared_norm(params).reshape({1}).to(stage_group_->device());
+  stage_group_->all_reduce(squares, ReduceOp::sum)->synchronize();
+  const double norm = std::sqrt(squares.item());
+  if (max_norm > 0) clip_grads_to_norm_(params, norm, max_norm);
+  return full({}, norm, TensorOptions{}.with(DType::f32));
+}
+
+void PipelineParallel::sync_model() {
+  // Entry by entry in state_dict order, every rank alike: from the world rank of replica 0
+  // that trains it.
+  const NamedTensors state = task_.model().state_dict();
+  SONATA_CHECK(state.size() == state_owner_.size(), "--pipeline-stages: the model's state has ",
+               state.size(), " entries, its pipeline stages ", state_owner_.size());
+  for (size_t k = 0; k < state.size(); ++k) {
+    Tensor tensor = state[k].second;
+    if (tensor.device() == world_->device() && tensor.is_contiguous()) {
+      world_->broadcast(tensor, state_owner_[k])->synchronize();
+    } else {
+      Tensor staged = tensor.contiguous().to(world_->device());
+      world_->broadcast(staged, state_owner_[k])->synchronize();
+      tensor.copy_(staged.to(tensor.device()));
+    }
+  }
+}
+
+OptimizerState PipelineParallel::gather_optimizer_state(const Optimizer& optimizer) const {
+  if (replica_ != 0) return {};
+  // The optimizer numbers the parameters across its groups; this stage owns some of them.
+  std::set<const void*> mine;
+  for (const Tensor& param : parameters()) mine.insert(param.data_ptr());
+  std::vector<bool> owned;
+  for (const ParamGroup& group : optimizer.param_groups())
+    for (const Tensor& param : group.params) owned.push_back(mine.count(param.data_ptr()) > 0);
+  auto is_mine = [&](const std::string& name) {
+    const int64_t index = state_index(name);
+    return index >= 0 && size_t(index) < owned.size() && owned[size_t(index)];
+  };
+
+  const OptimizerState local = optimizer.state_dict();
+  NamedTensors entries;
+  for (const auto& [name, tensor] : local.tensors)
+    if (is_mine(name)) entries.emplace_back(name, tensor);
+  // Per-parameter scalars (Adam's step) travel as one-element tensors.
+  const TensorOptions f64 = TensorOptions{}.with(DType::f64).with(stage_group_->device());
+  for (const auto& [name, value] : local.scalars)
+    if (is_mine(name)) entries.emplace_back(kScalarPrefix + name, full({1}, value, f64));
+  const NamedTensors gathered = gather_state_dict(*stage_group_, entries);
+  if (world_->rank() != 0) return {};
+
+  OptimizerState merged;
+  for (const auto& [name, value] : local.scalars)
+    if (state_index(name) < 0) merged.scalars[name] = value;  // the groups' options
+  const std::string prefix = kScalarPrefix;
+  for (const auto& [name, tensor] : gathered) {
+    if (name.rfind(prefix, 0) == 0)
+      merged.scalars[name.substr(prefix.size())] = tensor.to(DType::f64).item();
+    else
+      merged.tensors.emplace_back(name, tensor);
+  }
+  // One process's order: by parameter index.
+  std::stable_sort(merged.tensors.begin(), merged.tensors.end(), [](const auto& a, const auto& b) {
+    return state_index(a.first) < state_index(b.first);
+  });
+  return merged;
+}
+
+}  // namespace sonata
