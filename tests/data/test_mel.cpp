@@ -426,7 +426,8 @@ TEST_CASE("Short clips and bad configs throw one clear sentence", "[mel]") {
       "power 1");
 }
 
-TEST_CASE("log_mel_on the CPU is log_mel and on CUDA without a device it throws the reason", "[mel]") {
+TEST_CASE("log_mel_on the CPU is log_mel and on CUDA without a device it throws the reason",
+          "[mel]") {
   FeatureConfig c;
   c.hop_length = 160;
   const FeatureExtractor extractor(c);

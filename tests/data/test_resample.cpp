@@ -147,7 +147,8 @@ TEST_CASE("Resample from many threads shares one filter per rate pair", "[resamp
   CHECK(worst < 1e-6);
 }
 
-TEST_CASE("Resample of a CPU tensor equals the span overload and other tensors throw", "[resample]") {
+TEST_CASE("Resample of a CPU tensor equals the span overload and other tensors throw",
+          "[resample]") {
   std::vector<float> x(4410);
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.05 * double(i)));
   const Tensor out = resample(from_vector(x, {int64_t(x.size())}), 44100, 16000);
