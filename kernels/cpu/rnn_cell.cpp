@@ -1,16 +1,28 @@
 #include "kernels/cpu/rnn_cell.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/nvtx.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/fast_math.h"
 
 namespace sonata::kernels::cpu {
 namespace {
 
-template <typename C>
-C sigmoid(C x) {
-  return C(1) / (C(1) + std::exp(-x));
+// Float cells (f32, and f16 / bf16 computing in f32) use the vectorisable forms; f64, the
+// gradient checks' dtype, keeps libm.
+inline float sigmoid(float x) {
+  return sigmoid_f32(x);
+}
+inline double sigmoid(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
+inline float tanh_of(float x) {
+  return tanh_f32(x);
+}
+inline double tanh_of(double x) {
+  return std::tanh(x);
 }
 
 bool is_active(const int64_t* lengths, int64_t b, int64_t step) {
@@ -36,23 +48,24 @@ void lstm_cell_forward(DType dtype, int64_t batch, int64_t hidden, const void* g
     T* c_out = static_cast<T*>(c);
 #pragma omp parallel for schedule(static) if (batch * hidden >= kParallelElements)
     for (int64_t b = 0; b < batch; ++b) {
-      const bool active = is_active(lengths, b, step);
+      const int64_t first = b * hidden;
+      if (!is_active(lengths, b, step)) {  // past this sample's end: the state carries over
+        std::copy(hp + first, hp + first + hidden, h_out + first);
+        std::copy(cp + first, cp + first + hidden, c_out + first);
+        continue;
+      }
+      // One branch-free loop over the row, so that it vectorises.
+      const T* gxb = gx + 4 * first;
+      const T* ghb = gh + 4 * first;
+#pragma omp simd
       for (int64_t j = 0; j < hidden; ++j) {
-        const int64_t e = b * hidden + j;
-        if (!active) {
-          h_out[e] = hp[e];
-          c_out[e] = cp[e];
-          continue;
-        }
-        auto gate = [&](int k) {
-          const int64_t at = b * 4 * hidden + k * hidden + j;
-          return load(gx[at]) + load(gh[at]);
-        };
-        const C i = sigmoid(gate(0)), f = sigmoid(gate(1)), g = std::tanh(gate(2)),
-                o = sigmoid(gate(3));
-        const C c_new = f * load(cp[e]) + i * g;
-        c_out[e] = store<T>(c_new);
-        h_out[e] = store<T>(o * std::tanh(c_new));
+        const C i = sigmoid(load(gxb[j]) + load(ghb[j]));
+        const C f = sigmoid(load(gxb[hidden + j]) + load(ghb[hidden + j]));
+        const C g = tanh_of(load(gxb[2 * hidden + j]) + load(ghb[2 * hidden + j]));
+        const C o = sigmoid(load(gxb[3 * hidden + j]) + load(ghb[3 * hidden + j]));
+        const C c_new = f * load(cp[first + j]) + i * g;
+        c_out[first + j] = store<T>(c_new);
+        h_out[first + j] = store<T>(o * tanh_of(c_new));
       }
     }
   });
@@ -75,30 +88,38 @@ void lstm_cell_backward(DType dtype, int64_t batch, int64_t hidden, const void* 
     T* dc_prev = static_cast<T*>(grad_c_prev);
 #pragma omp parallel for schedule(static) if (batch * hidden >= kParallelElements)
     for (int64_t b = 0; b < batch; ++b) {
-      const bool active = is_active(lengths, b, step);
-      for (int64_t j = 0; j < hidden; ++j) {
-        const int64_t e = b * hidden + j;
-        const C dh = dh_in ? load(dh_in[e]) : C(0);
-        const C dc_next = dc_in ? load(dc_in[e]) : C(0);
-        const int64_t row = b * 4 * hidden + j;
-        if (!active) {
-          for (int k = 0; k < 4; ++k) dgates[row + k * hidden] = store<T>(C(0));
-          if (dh_prev) dh_prev[e] = store<T>(dh);
-          dc_prev[e] = store<T>(dc_next);
-          continue;
+      const int64_t first = b * hidden;
+      if (!is_active(lengths, b, step)) {  // past this sample's end: gradients pass through
+        for (int64_t j = 0; j < hidden; ++j) {
+          const C dh = dh_in ? load(dh_in[first + j]) : C(0);
+          const C dc_next = dc_in ? load(dc_in[first + j]) : C(0);
+          for (int k = 0; k < 4; ++k) dgates[4 * first + k * hidden + j] = store<T>(C(0));
+          if (dh_prev) dh_prev[first + j] = store<T>(dh);
+          dc_prev[first + j] = store<T>(dc_next);
         }
-        auto gate = [&](int k) { return load(gx[row + k * hidden]) + load(gh[row + k * hidden]); };
-        const C i = sigmoid(gate(0)), f = sigmoid(gate(1)), g = std::tanh(gate(2)),
-                o = sigmoid(gate(3));
-        const C c_old = load(cp[e]);
-        const C tanh_c = std::tanh(f * c_old + i * g);
+        continue;
+      }
+      if (dh_prev) std::fill(dh_prev + first, dh_prev + first + hidden, store<T>(C(0)));
+      // One branch-free loop over the row, so that it vectorises.
+      const T* gxb = gx + 4 * first;
+      const T* ghb = gh + 4 * first;
+      T* dgb = dgates + 4 * first;
+#pragma omp simd
+      for (int64_t j = 0; j < hidden; ++j) {
+        const C dh = dh_in ? load(dh_in[first + j]) : C(0);
+        const C dc_next = dc_in ? load(dc_in[first + j]) : C(0);
+        const C i = sigmoid(load(gxb[j]) + load(ghb[j]));
+        const C f = sigmoid(load(gxb[hidden + j]) + load(ghb[hidden + j]));
+        const C g = tanh_of(load(gxb[2 * hidden + j]) + load(ghb[2 * hidden + j]));
+        const C o = sigmoid(load(gxb[3 * hidden + j]) + load(ghb[3 * hidden + j]));
+        const C c_old = load(cp[first + j]);
+        const C tanh_c = tanh_of(f * c_old + i * g);
         const C dc = dc_next + dh * o * (C(1) - tanh_c * tanh_c);
-        dgates[row] = store<T>(dc * g * i * (C(1) - i));
-        dgates[row + hidden] = store<T>(dc * c_old * f * (C(1) - f));
-        dgates[row + 2 * hidden] = store<T>(dc * i * (C(1) - g * g));
-        dgates[row + 3 * hidden] = store<T>(dh * tanh_c * o * (C(1) - o));
-        if (dh_prev) dh_prev[e] = store<T>(C(0));
-        dc_prev[e] = store<T>(dc * f);
+        dgb[j] = store<T>(dc * g * i * (C(1) - i));
+        dgb[hidden + j] = store<T>(dc * c_old * f * (C(1) - f));
+        dgb[2 * hidden + j] = store<T>(dc * i * (C(1) - g * g));
+        dgb[3 * hidden + j] = store<T>(dh * tanh_c * o * (C(1) - o));
+        dc_prev[first + j] = store<T>(dc * f);
       }
     }
   });
@@ -117,6 +138,7 @@ void gru_cell_forward(DType dtype, int64_t batch, int64_t hidden, const void* ga
 #pragma omp parallel for schedule(static) if (batch * hidden >= kParallelElements)
     for (int64_t b = 0; b < batch; ++b) {
       const bool active = is_active(lengths, b, step);
+#pragma omp simd
       for (int64_t j = 0; j < hidden; ++j) {
         const int64_t e = b * hidden + j;
         if (!active) {
@@ -126,7 +148,7 @@ void gru_cell_forward(DType dtype, int64_t batch, int64_t hidden, const void* ga
         const int64_t row = b * 3 * hidden + j;
         const C r = sigmoid(load(gx[row]) + load(gh[row]));
         const C z = sigmoid(load(gx[row + hidden]) + load(gh[row + hidden]));
-        const C n = std::tanh(load(gx[row + 2 * hidden]) + r * load(gh[row + 2 * hidden]));
+        const C n = tanh_of(load(gx[row + 2 * hidden]) + r * load(gh[row + 2 * hidden]));
         h_out[e] = store<T>((C(1) - z) * n + z * load(hp[e]));
       }
     }
@@ -150,6 +172,7 @@ void gru_cell_backward(DType dtype, int64_t batch, int64_t hidden, const void* g
 #pragma omp parallel for schedule(static) if (batch * hidden >= kParallelElements)
     for (int64_t b = 0; b < batch; ++b) {
       const bool active = is_active(lengths, b, step);
+#pragma omp simd
       for (int64_t j = 0; j < hidden; ++j) {
         const int64_t e = b * hidden + j;
         const int64_t row = b * 3 * hidden + j;
@@ -165,7 +188,7 @@ void gru_cell_backward(DType dtype, int64_t batch, int64_t hidden, const void* g
         const C r = sigmoid(load(gx[row]) + load(gh[row]));
         const C z = sigmoid(load(gx[row + hidden]) + load(gh[row + hidden]));
         const C hn = load(gh[row + 2 * hidden]);
-        const C n = std::tanh(load(gx[row + 2 * hidden]) + r * hn);
+        const C n = tanh_of(load(gx[row + 2 * hidden]) + r * hn);
         const C dn = dh * (C(1) - z) * (C(1) - n * n);
         const C dr = dn * hn * r * (C(1) - r);
         const C dz = dh * (load(hp[e]) - n) * z * (C(1) - z);

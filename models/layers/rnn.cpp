@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "engine/ops.h"
+#include "engine/ops/lstm_sequence.h"
 #include "engine/ops/rnn_cell.h"
 #include "models/layers/init.h"
 
@@ -143,20 +144,20 @@ RecurrentBase::DirectionResult RecurrentBase::run_direction(const DirectionWeigh
   const Tensor input_bias = fold_bias_hh ? add(w.bias_ih, w.bias_hh) : w.bias_ih;
   const Tensor projected =
       input_bias.defined() ? addmm(input_bias, rows, weight_ih_t) : matmul(rows, weight_ih_t);
+  if (has_cell_state_) {
+    // The LSTM's steps as one node: see engine/ops/lstm_sequence.h.
+    const LstmSequence run = lstm_sequence(projected.view({steps, batch, projected.size(1)}),
+                                           w.weight_hh, h, c, lengths, reverse);
+    return {run.output, run.h, run.c};
+  }
   const std::vector<Tensor> gates_x = split(projected, batch, 0);
 
   std::vector<Tensor> outputs(static_cast<size_t>(steps));
   for (int64_t s = 0; s < steps; ++s) {
     const int64_t t = reverse ? steps - 1 - s : s;
-    const Tensor gates_h = w.bias_hh.defined() && !fold_bias_hh ? addmm(w.bias_hh, h, weight_hh_t)
-                                                                : matmul(h, weight_hh_t);
-    if (has_cell_state_) {
-      LstmState next = lstm_cell(gates_x[size_t(t)], gates_h, h, c, lengths, t);
-      h = next.h;
-      c = next.c;
-    } else {
-      h = gru_cell(gates_x[size_t(t)], gates_h, h, lengths, t);
-    }
+    const Tensor gates_h =
+        w.bias_hh.defined() ? addmm(w.bias_hh, h, weight_hh_t) : matmul(h, weight_hh_t);
+    h = gru_cell(gates_x[size_t(t)], gates_h, h, lengths, t);
     outputs[size_t(t)] = h;
   }
   return {cat(outputs, 0).view({steps, batch, hidden}), h, c};
