@@ -132,12 +132,14 @@ TEST_CASE(
   const auto initial = std::make_unique<SpeechTask>(single, Vocabulary());
   REQUIRE(differs(reference->model(), initial->model()));
 
-  for (const std::string schedule : {"1f1b", "gpipe"}) {
+  // Both schedules, and 1F1B with the features computed in the step on stage 0.
+  for (const std::string schedule : {"1f1b", "gpipe", "1f1b+step"}) {
     INFO(stages << " stages over " << R << " ranks, " << schedule);
     TrainerOptions piped = options;
     piped.pipeline_stages = stages;
-    piped.pipeline_schedule = schedule;
-    piped.metrics = corpus + "/piped_" + schedule + ".jsonl";
+    piped.pipeline_schedule = schedule.substr(0, schedule.find('+'));
+    if (schedule.ends_with("+step")) piped.features_on = "step";
+    piped.metrics = corpus + "/piped_" + piped.pipeline_schedule + piped.features_on + ".jsonl";
     const auto result = train(piped, shared_group());
     // Every rank ends with the whole model (replica 0's stages). DDP's buffers are its rank
     // 0's (broadcast before every forward), as the pipeline's are replica 0's.

@@ -143,6 +143,13 @@ HostBatch ClassTask::prepare(const std::vector<int64_t>& items, int64_t epoch) c
   HostBatch host = batch_of(train_, items);
   const ImageJitter jitter{options_.brightness, options_.contrast};
   if (jitter.brightness == 0 && jitter.contrast == 0) return host;
+  if (options_.features_on == "step") {
+    // The jitter runs on the device in loss(), keyed by these (their bits as i64).
+    std::vector<int64_t> keys;
+    for (const int64_t item : items) keys.push_back(int64_t(augment_key(epoch, item)));
+    host.tensors.push_back(from_vector(keys, {int64_t(items.size())}));
+    return host;
+  }
   // One draw per image, the same for its replicated channels; seed + 1 as every augmentation.
   const int64_t plane = options_.image_height * options_.image_width;
   float* images = host.tensors[0].data<float>();
@@ -175,13 +182,29 @@ HostBatch ClassTask::batch_of(const ImageSplit& data, const std::vector<int64_t>
   return host;
 }
 
-Tensor ClassTask::loss(const HostBatch& batch, Device device) {
-  Tensor images, labels;
+Tensor ClassTask::model_input(const HostBatch& batch, Device device) const {
+  Tensor images;
   {
     SONATA_NVTX_RANGE("sonata::step::host_to_device");
-    images = batch.tensors[0].to(device, true).to(compute_dtype_);
-    labels = batch.tensors[1].to(device, true);
+    images = batch.tensors[0].to(device, true);
+    if (batch.tensors.size() == 2) images = images.to(compute_dtype_);
   }
+  if (batch.tensors.size() > 2) {
+    // --features-on step: prepare()'s jitter here, on the device: one draw per image, made on
+    // its first channel and copied to the others.
+    SONATA_NVTX_RANGE("sonata::step::augment");
+    std::vector<uint64_t> keys;
+    for (const int64_t key : batch.tensors[2].to_vector<int64_t>()) keys.push_back(uint64_t(key));
+    const Tensor first = image_jitter_batch(
+        images.slice(1, 0, 1), {options_.brightness, options_.contrast}, options_.seed + 1, keys);
+    images = first.expand({-1, in_channels_, -1, -1}).contiguous().to(compute_dtype_);
+  }
+  return images;
+}
+
+Tensor ClassTask::loss(const HostBatch& batch, Device device) {
+  const Tensor images = model_input(batch, device);
+  const Tensor labels = batch.tensors[1].to(device, true);
   SONATA_NVTX_RANGE("sonata::step::forward");
   const Tensor logits = model_->forward(images);
   return cross_entropy(cast(logits, DType::f32), labels);
@@ -314,8 +337,7 @@ PipelineLayers ClassTask::pipeline_layers() {
 }
 
 PipeValue ClassTask::pipeline_input(const HostBatch& batch, Device device) {
-  SONATA_NVTX_RANGE("sonata::step::host_to_device");
-  return {batch.tensors[0].to(device, true).to(compute_dtype_), Tensor()};
+  return {model_input(batch, device), Tensor()};
 }
 
 Tensor ClassTask::pipeline_loss(const PipeValue& output, const std::vector<Tensor>& batch_tensors,

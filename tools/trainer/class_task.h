@@ -55,6 +55,9 @@ class ClassTask : public Task {
                        Device device) override;
 
  private:
+  // The model's input of a batch on `device`: features (computed here under --features-on
+  // step) or images (jittered here under --features-on step), in the compute dtype.
+  Tensor model_input(const HostBatch& batch, Device device) const;
   const ImageSplit& split(const std::string& name) const;
   ImageSplit load(const std::string& name, const std::string& manifest) const;
   HostBatch batch_of(const ImageSplit& split, const std::vector<int64_t>& items) const;

@@ -41,12 +41,109 @@ CtcOptions ctc_options() {
   return {.blank = Vocabulary::kBlank, .reduction = Reduction::mean, .zero_infinity = true};
 }
 
+SpecAugmentOptions spec_augment_options(const TrainerOptions& options) {
+  SpecAugmentOptions masks;
+  masks.freq_masks = options.freq_masks;
+  masks.freq_max_width = options.freq_mask_width;
+  masks.time_masks = options.time_masks;
+  masks.time_max_width = options.time_mask_width;
+  // Features are normalised per utterance by default, so 0 is their mean.
+  masks.mask_value = 0.0f;
+  return masks;
+}
+
+// seed + 1: the samplers draw from the seed itself (data/augment/augment_key.h).
+uint64_t augment_seed(const TrainerOptions& options) {
+  return options.seed + 1;
+}
+
+// --speed-perturb: the training item's speed in `epoch`; 1 when off or not training.
+double speed_factor(const TrainerOptions& options, const SpeechSplit& split, bool training,
+                    int64_t epoch, int64_t item) {
+  return training && options.speed_perturb && !split.audio.empty()
+             ? choose_speed_factor(kSpeedFactors, augment_seed(options), augment_key(epoch, item))
+             : 1.0;
+}
+
+// --features-on step's batch: tensors = samples [N, L] f32 zero-padded, frames [N], targets
+// concatenated, target lengths [N], samples per clip [N], augmentation keys [N] (the keys'
+// bits as i64). The first four mean what batch_of's do, so the loss reads them alike.
+HostBatch waveform_batch(const SpeechSplit& split, const std::vector<int64_t>& items, int64_t epoch,
+                         const TrainerOptions& options, const FeatureExtractor& extractor) {
+  const int64_t batch = int64_t(items.size());
+  std::vector<std::vector<float>> perturbed(items.size());
+  std::vector<std::span<const float>> clips;
+  for (size_t n = 0; n < items.size(); ++n) {
+    const std::vector<float>& stored = split.audio[size_t(items[n])];
+    const double factor = speed_factor(options, split, true, epoch, items[n]);
+    if (factor != 1.0) perturbed[n] = speed_perturb(stored, options.features.sample_rate, factor);
+    clips.emplace_back(factor == 1.0 ? stored : perturbed[n]);
+  }
+  int64_t longest = 0;
+  for (const auto& clip : clips) longest = std::max(longest, int64_t(clip.size()));
+  HostBatch host;
+  Tensor samples = zeros({batch, longest});
+  std::vector<int64_t> frames, targets, target_lengths, lengths, keys;
+  for (int64_t n = 0; n < batch; ++n) {
+    const int64_t item = items[size_t(n)];
+    const std::span<const float> clip = clips[size_t(n)];
+    std::copy(clip.begin(), clip.end(), samples.data<float>() + n * longest);
+    lengths.push_back(int64_t(clip.size()));
+    frames.push_back(extractor.frames(int64_t(clip.size())));
+    keys.push_back(int64_t(augment_key(epoch, item)));
+    const auto& labels = split.targets[size_t(item)];
+    targets.insert(targets.end(), labels.begin(), labels.end());
+    target_lengths.push_back(int64_t(labels.size()));
+    host.audio_seconds += double(frames.back()) * double(options.features.hop_length) /
+                          double(options.features.sample_rate);
+  }
+  host.items = batch;
+  host.tensors = {samples,
+                  from_vector(frames, {batch}),
+                  from_vector(targets, {int64_t(targets.size())}),
+                  from_vector(target_lengths, {batch}),
+                  from_vector(lengths, {batch}),
+                  from_vector(keys, {batch})};
+  return host;
+}
+
+// A waveform batch's features on the samples' device, [N, 1, T, n_mels] (T: the most frames),
+// zero past each clip's frames, masked when --spec-augment is on: the GPU log-mel on CUDA, the
+// CPU's otherwise.
+Tensor step_features(const Tensor& samples, const HostBatch& batch,
+                     const FeatureExtractor& extractor, const TrainerOptions& options) {
+  const std::vector<int64_t> lengths = batch.tensors[4].to_vector<int64_t>();
+  Tensor features;
+  if (samples.device().is_cuda()) {
+    features = extractor.log_mel_batch(samples, lengths);
+  } else {
+    const Tensor host = samples.contiguous();
+    std::vector<std::span<const float>> clips;
+    for (size_t n = 0; n < lengths.size(); ++n)
+      clips.emplace_back(host.data<float>() + int64_t(n) * host.size(1), size_t(lengths[n]));
+    const std::vector<Tensor> per_clip = extractor.log_mel(clips);
+    int64_t longest = 0;
+    for (const Tensor& clip : per_clip) longest = std::max(longest, clip.size(0));
+    const int64_t mels = extractor.config().n_mels;
+    features = zeros({int64_t(per_clip.size()), longest, mels});
+    for (size_t n = 0; n < per_clip.size(); ++n)
+      std::copy_n(per_clip[n].data<float>(), per_clip[n].numel(),
+                  features.data<float>() + int64_t(n) * longest * mels);
+  }
+  features = features.unsqueeze(1);
+  if (!options.spec_augment) return features;
+  std::vector<uint64_t> keys;
+  for (const int64_t key : batch.tensors[5].to_vector<int64_t>()) keys.push_back(uint64_t(key));
+  return spec_augment_batch(features, batch.tensors[1].to_vector<int64_t>(),
+                            spec_augment_options(options), augment_seed(options), keys);
+}
+
 }  // namespace
 
 SpeechSplit load_speech_split(const std::string& name, const std::string& manifest,
                               const Vocabulary& vocabulary, const FeatureExtractor& extractor,
                               int64_t workers, const InputPolicy& policy, const FeatureCache* cache,
-                              bool keep_audio) {
+                              bool keep_audio, bool featurise) {
   SpeechSplit split;
   split.name = name;
   const std::vector<AsrEntry> entries = read_asr_manifest(manifest);
@@ -130,8 +227,8 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
     clips.emplace_back(samples);
     split.seconds += double(samples.size()) / double(rate);
   }
-  split.features = extractor.log_mel(clips);
-  if (keep_audio) split.audio = std::move(audio);
+  if (featurise) split.features = extractor.log_mel(clips);
+  if (keep_audio || !featurise) split.audio = std::move(audio);
   return split;
 }
 
@@ -145,10 +242,14 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
   if (!options.feature_cache.empty())
     cache = std::make_unique<FeatureCache>(options.feature_cache, extractor_.config());
   auto load = [&](const char* name, const std::string& manifest) {
-    const bool keep_audio = options.speed_perturb && std::string(name) == "train";
-    return manifest.empty() ? SpeechSplit{}
-                            : load_speech_split(name, manifest, vocabulary_, extractor_,
-                                                options.workers, policy, cache.get(), keep_audio);
+    const bool train = std::string(name) == "train";
+    const bool keep_audio = options.speed_perturb && train;
+    // --features-on step: the training audio is featurised in each step instead.
+    const bool featurise = options.features_on == "load" || !train;
+    return manifest.empty()
+               ? SpeechSplit{}
+               : load_speech_split(name, manifest, vocabulary_, extractor_, options.workers, policy,
+                                   cache.get(), keep_audio, featurise);
   };
   train_ = load("train", options.train_manifest);
   val_ = load("val", options.val_manifest);
@@ -159,6 +260,9 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
 std::vector<int64_t> SpeechTask::train_lengths() const {
   std::vector<int64_t> lengths;
   for (const Tensor& features : train_.features) lengths.push_back(features.size(0));
+  if (train_.features.empty())
+    for (const auto& samples : train_.audio)
+      lengths.push_back(extractor_.frames(int64_t(samples.size())));
   return lengths;
 }
 
@@ -170,10 +274,12 @@ const SpeechSplit& SpeechTask::split(const std::string& name) const {
 }
 
 bool SpeechTask::has_split(const std::string& name) const {
-  return !split(name).features.empty();
+  return split(name).clips() > 0;
 }
 
 HostBatch SpeechTask::prepare(const std::vector<int64_t>& items, int64_t epoch) const {
+  if (options_.features_on == "step")
+    return waveform_batch(train_, items, epoch, options_, extractor_);
   return batch_of(train_, items, epoch, /*training=*/true);
 }
 
@@ -187,10 +293,7 @@ HostBatch SpeechTask::batch_of(const SpeechSplit& split, const std::vector<int64
   std::vector<Tensor> item_features;
   for (int64_t item : items) {
     const Tensor& stored = split.features[size_t(item)];
-    const double factor =
-        training && !split.audio.empty()
-            ? choose_speed_factor(kSpeedFactors, options_.seed + 1, augment_key(epoch, item))
-            : 1.0;
+    const double factor = speed_factor(options_, split, training, epoch, item);
     item_features.push_back(
         factor == 1.0 ? stored
                       : extractor_.log_mel(speed_perturb(split.audio[size_t(item)],
@@ -225,23 +328,26 @@ HostBatch SpeechTask::batch_of(const SpeechSplit& split, const std::vector<int64
 void SpeechTask::spec_augment_item(float* frames, int64_t count, int64_t epoch,
                                    int64_t item) const {
   Tensor view = from_blob(frames, {count, options_.features.n_mels}, DType::f32);
-  SpecAugmentOptions masks;
-  masks.freq_masks = options_.freq_masks;
-  masks.freq_max_width = options_.freq_mask_width;
-  masks.time_masks = options_.time_masks;
-  masks.time_max_width = options_.time_mask_width;
-  // Features are normalised per utterance by default, so 0 is their mean.
-  masks.mask_value = 0.0f;
-  // seed + 1: the samplers draw from the seed itself (data/augment/augment_key.h).
-  spec_augment(view, masks, options_.seed + 1, augment_key(epoch, item));
+  spec_augment(view, spec_augment_options(options_), augment_seed(options_),
+               augment_key(epoch, item));
 }
 
-Tensor SpeechTask::loss(const HostBatch& batch, Device device) {
+Tensor SpeechTask::model_input(const HostBatch& batch, Device device) {
   Tensor input;
   {
     SONATA_NVTX_RANGE("sonata::step::host_to_device");
-    input = batch.tensors[0].to(device, true).to(compute_dtype_);
+    input = batch.tensors[0].to(device, true);
+    if (options_.features_on == "load") input = input.to(compute_dtype_);
   }
+  if (options_.features_on == "step") {
+    SONATA_NVTX_RANGE("sonata::step::features");
+    input = step_features(input, batch, extractor_, options_).to(compute_dtype_);
+  }
+  return input;
+}
+
+Tensor SpeechTask::loss(const HostBatch& batch, Device device) {
+  const Tensor input = model_input(batch, device);
   SONATA_NVTX_RANGE("sonata::step::forward");
   const Ds2Output out = model_->forward_logits(input, batch.tensors[1]);
   return ctc_loss_from_logits(out.output, batch.tensors[2], out.output_lengths, batch.tensors[3],
@@ -347,10 +453,10 @@ std::string SpeechTask::describe() const {
   std::string text = str("ds2 (", model_->parameter_count(), " parameters), vocabulary of ",
                          vocabulary_.size(), " symbols");
   for (const SpeechSplit* data : {&train_, &val_, &test_}) {
-    if (data->features.empty()) continue;
+    if (data->clips() == 0) continue;
     char hours[32];
     std::snprintf(hours, sizeof hours, "%.2f h", data->seconds / 3600.0);
-    text += str("; ", data->name, " ", data->features.size(), " clips, ", hours);
+    text += str("; ", data->name, " ", data->clips(), " clips, ", hours);
     if (data->dropped_characters > 0)
       text += str(" (", data->dropped_characters, " characters outside the vocabulary dropped)");
     if (!data->skipped.empty())
@@ -365,8 +471,7 @@ PipelineLayers SpeechTask::pipeline_layers() {
 }
 
 PipeValue SpeechTask::pipeline_input(const HostBatch& batch, Device device) {
-  SONATA_NVTX_RANGE("sonata::step::host_to_device");
-  return {batch.tensors[0].to(device, true).to(compute_dtype_), batch.tensors[1]};
+  return {model_input(batch, device), batch.tensors[1]};
 }
 
 // The layers end in log_softmax (as forward()), so this is ctc_loss, not the fused

@@ -3,6 +3,9 @@
 // log-mel frames once, at start, and kept in memory (the demo corpus is an hour of audio: a
 // second of features extraction, 300 MB at most), transcripts normalised to the vocabulary,
 // CTC from the logits (ctc_loss_from_logits), and greedy + beam CER/WER on evaluation.
+// With --features-on step the training split keeps its audio instead, and each step
+// featurises its batch on the device (log_mel_batch on CUDA) and masks it there
+// (spec_augment_batch); evaluation splits stay precomputed.
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,13 +21,16 @@ namespace sonata {
 // One manifest's clips, featurised.
 struct SpeechSplit {
   std::string name;
-  std::vector<Tensor> features;           // [frames, n_mels] f32 CPU
-  std::vector<std::vector<float>> audio;  // at the feature rate, when kept (--speed-perturb)
+  std::vector<Tensor> features;  // [frames, n_mels] f32 CPU; none when featurised per step
+  // At the feature rate, when kept (--speed-perturb, --features-on step).
+  std::vector<std::vector<float>> audio;
   std::vector<std::vector<int64_t>> targets;
   std::vector<std::string> transcripts;  // normalised references
   double seconds = 0;
   int64_t dropped_characters = 0;    // outside the vocabulary, over all transcripts
   std::vector<std::string> skipped;  // why each skipped clip was bad (--bad-input skip)
+
+  int64_t clips() const { return int64_t(targets.size()); }
 };
 
 // --bad-input and --max-duration: a clip that cannot be used (unreadable, corrupt, empty,
@@ -38,10 +44,12 @@ struct InputPolicy {
 class FeatureCache;
 
 // `cache`: features from a featurize cache (memory-mapped) instead of decoding the audio.
+// `featurise` false (without a cache): the audio is kept and no features are computed.
 SpeechSplit load_speech_split(const std::string& name, const std::string& manifest,
                               const Vocabulary& vocabulary, const FeatureExtractor& extractor,
                               int64_t workers, const InputPolicy& policy = {},
-                              const FeatureCache* cache = nullptr, bool keep_audio = false);
+                              const FeatureCache* cache = nullptr, bool keep_audio = false,
+                              bool featurise = true);
 
 class SpeechTask : public Task {
  public:
@@ -50,7 +58,7 @@ class SpeechTask : public Task {
 
   Module& model() override { return *model_; }
   std::shared_ptr<Module> shared_model() override { return model_; }
-  int64_t train_items() const override { return int64_t(train_.features.size()); }
+  int64_t train_items() const override { return train_.clips(); }
   std::vector<int64_t> train_lengths() const override;
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override;
   Tensor loss(const HostBatch& batch, Device device) override;
@@ -69,6 +77,9 @@ class SpeechTask : public Task {
                        Device device) override;
 
  private:
+  // The model's input of a batch on `device`: features (computed here under --features-on
+  // step) or images (jittered here under --features-on step), in the compute dtype.
+  Tensor model_input(const HostBatch& batch, Device device);
   const SpeechSplit& split(const std::string& name) const;
   // `training`: the augmentations asked for (SpecAugment, speed) keyed by (epoch, item).
   HostBatch batch_of(const SpeechSplit& split, const std::vector<int64_t>& items, int64_t epoch,

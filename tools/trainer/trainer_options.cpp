@@ -63,6 +63,11 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.add_option("--feature-cache", o.feature_cache,
                  "ASR: a featurize cache of the manifests (same feature flags)")
       ->group(data);
+  app.add_option("--features-on", o.features_on,
+                 "load | step: training features (and their augmentation) computed once at "
+                 "start, or from the audio on the device in each step")
+      ->capture_default_str()
+      ->group(data);
   app.add_option("--bad-input", o.bad_input,
                  "stop | skip: an unreadable, corrupt or empty clip stops the run, or is skipped "
                  "and counted")
@@ -317,6 +322,10 @@ void TrainerOptions::check() const {
   SONATA_CHECK(max_bad_steps > 0, "--max-bad-steps must be positive");
   features.config();  // throws naming a bad feature flag
   SONATA_CHECK(feature_cache.empty() || is_asr(), "--feature-cache applies to --model ds2 only");
+  SONATA_CHECK(one_of(features_on, {"load", "step"}), "--features-on must be load or step, got '",
+               features_on, "'");
+  SONATA_CHECK(features_on == "load" || feature_cache.empty(),
+               "--features-on step needs the audio: it cannot use --feature-cache");
   SONATA_CHECK(!spec_augment || is_asr(), "--spec-augment applies to --model ds2 only");
   SONATA_CHECK(!speed_perturb || is_asr(), "--speed-perturb applies to --model ds2 only");
   SONATA_CHECK(!speed_perturb || feature_cache.empty(),
@@ -425,6 +434,7 @@ std::string TrainerOptions::to_json() const {
   json["max-bad-steps"] = max_bad_steps;
   json["spec-augment"] = spec_augment;
   json["speed-perturb"] = speed_perturb;
+  json["features-on"] = features_on;
   json["brightness"] = brightness;
   json["contrast"] = contrast;
   json["freq-masks"] = freq_masks;

@@ -28,6 +28,10 @@ struct TrainerOptions {
   // takes its sample rate and STFT from here and draws dB images of image_height bands.
   FeatureFlags features;
   std::string feature_cache;
+  // ASR: load (training features computed at start, SpecAugment on the workers) | step (the
+  // training audio kept, featurised and masked on the device in each step). Classification:
+  // step moves the image jitter to the device.
+  std::string features_on = "load";
   std::string bad_input = "stop";  // stop | skip (and count) on an unusable clip
   double max_duration = 0;  // seconds; longer clips are bad input (0: no limit)  // ASR: features
                             // precomputed by `featurize` with the same flags
