@@ -7,6 +7,7 @@
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
+#include "engine/ops/lstm_sequence.h"
 #include "engine/ops/rnn_cell.h"
 #include "models/layers/rnn.h"
 #include "tests/cuda/parity_util.h"
@@ -40,6 +41,22 @@ TEST_CASE("cuda lstm_cell matches the CPU", "[cuda][rnn_cell][lstm]") {
   require_parity(
       [](const std::vector<Tensor>& in) { return lstm_cell(in[0], in[1], in[2], in[3]).h; },
       inputs);
+}
+
+TEST_CASE("cuda lstm_sequence matches the CPU in both directions", "[cuda][lstm_sequence]") {
+  constexpr int64_t kSteps = 7;  // kLengths' longest
+  const std::vector<Tensor> inputs{parity_input({kSteps, kBatch, 4 * kHidden}, 31, -2, 2),
+                                   parity_input({4 * kHidden, kHidden}, 32, -0.3, 0.3),
+                                   parity_input({kBatch, kHidden}, 33),
+                                   parity_input({kBatch, kHidden}, 34)};
+  for (const bool reverse : {false, true})
+    require_parity(
+        [reverse](const std::vector<Tensor>& in) {
+          const LstmSequence run =
+              lstm_sequence(in[0], in[1], in[2], in[3], lengths_on(in[0]), reverse);
+          return cat({run.output.reshape({-1}), run.h.reshape({-1}), run.c.reshape({-1})}, 0);
+        },
+        inputs);
 }
 
 TEST_CASE("cuda gru_cell matches the CPU", "[cuda][rnn_cell][gru]") {
