@@ -17,8 +17,8 @@
 #include "data/features/feature_config.h"
 #include "data/features/spectrogram.h"
 #include "tests/cuda/parity_util.h"
+#include "tests/support/mel_fixture.h"
 #include "tests/support/tensor_compare.h"
-#include "tests/support/text_fixture.h"
 
 using namespace sonata;
 using namespace sonata::testing;
@@ -61,80 +61,28 @@ void require_cpu_parity(const FeatureConfig& config, const std::vector<int64_t>&
 }
 
 // ---------------------------------------------------------------------------------------
-// The torchaudio fixtures (tools/make_mel_fixtures.py), read as tests/data/test_mel.cpp does.
-
-TextFixture read_fixture(const std::string& name) {
-  return read_text_fixture(std::string(SONATA_FIXTURES_DIR) + "/mel/" + name + ".txt");
-}
-std::string word(const TextFixture& f, const std::string& key) {
-  return f.at(key).at(0);
-}
-int64_t integer(const TextFixture& f, const std::string& key) {
-  return std::stoll(word(f, key));
-}
-double number(const TextFixture& f, const std::string& key) {
-  return fixture_doubles(f, key)[0];
-}
-
-const std::vector<float>& fixture_waveform() {
-  static const std::vector<float> waveform = [] {
-    std::vector<float> out;
-    for (const double q : fixture_doubles(read_fixture("waveform"), "q15"))
-      out.push_back(float(q / 32768.0));
-    return out;
-  }();
-  return waveform;
-}
-
-FeatureConfig config_of(const TextFixture& f) {
-  FeatureConfig c;
-  c.sample_rate = integer(f, "sample_rate");
-  c.n_fft = integer(f, "n_fft");
-  c.win_length = integer(f, "win_length");
-  c.hop_length = integer(f, "hop_length");
-  c.f_min = number(f, "f_min");
-  c.f_max = number(f, "f_max");
-  c.n_mels = integer(f, "n_mels");
-  c.power = number(f, "power");
-  c.center = integer(f, "center") != 0;
-  c.pad_mode = parse_pad_mode(word(f, "pad_mode"));
-  c.mel_scale = parse_mel_scale(word(f, "mel_scale"));
-  c.norm = parse_mel_norm(word(f, "norm"));
-  c.log = parse_feature_log(word(f, "log"));
-  if (word(f, "top_db") != "none") c.top_db = number(f, "top_db");
-  return c;
-}
-
-Tensor expected_of(const TextFixture& f) {
-  Shape shape;
-  for (const std::string& d : f.at("shape")) shape.push_back(std::stoll(d));
-  return from_vector(fixture_doubles(f, "values"), shape, TensorOptions{}.with(DType::f64));
-}
-
-Tensor unlog(const Tensor& values, const FeatureConfig& c) {
-  std::vector<double> v = values.to_vector<double>();
-  for (double& x : v) x = c.log == FeatureLog::db ? std::pow(10.0, x / 10.0) : std::exp(x);
-  return from_vector(v, values.shape(), TensorOptions{}.with(DType::f64));
-}
+// The torchaudio fixtures (tools/make_mel_fixtures.py), read as tests/data/test_mel.cpp does
+// (tests/support/mel_fixture.h).
 
 // A log_mel fixture ([frames, n_mels]) or the mel power one ([n_mels, frames], no log).
 void check_fixture(const std::string& name) {
   INFO("fixture " << name);
-  const TextFixture f = read_fixture(name);
-  FeatureConfig config = config_of(f);
-  const bool mel_power = word(f, "kind") == "mel_spectrogram";
+  const TextFixture f = read_mel_fixture(name);
+  FeatureConfig config = mel_fixture_config(f);
+  const bool mel_power = fixture_word(f, "kind") == "mel_spectrogram";
   if (mel_power) config.log = FeatureLog::none;
-  const std::span<const float> clip(fixture_waveform().data(), size_t(integer(f, "length")));
+  const std::span<const float> clip(mel_fixture_waveform().data(),
+                                    size_t(fixture_integer(f, "length")));
   const FeatureExtractor extractor(config);
   Tensor ours = extractor.log_mel_on(Device::cuda(), {clip})[0].to(Device::cpu());
   if (mel_power) ours = ours.t().contiguous();
-  const Tensor theirs = expected_of(f);
+  const Tensor theirs = mel_fixture_values(f);
   REQUIRE(ours.shape() == theirs.shape());
   const double error = relative_error(ours, theirs);
   INFO("relative error " << error);
   CHECK(error < 1e-4);
   if (config.log != FeatureLog::none) {
-    const double power_error = relative_error(unlog(ours, config), unlog(theirs, config));
+    const double power_error = relative_error(unlog_mel(ours, config), unlog_mel(theirs, config));
     INFO("relative error of the power " << power_error);
     CHECK(power_error < 1e-4);
   }

@@ -17,8 +17,8 @@
 #include "data/features/feature_config.h"
 #include "data/features/spectrogram.h"
 #include "kernels/cpu/stft.h"
+#include "tests/support/mel_fixture.h"
 #include "tests/support/tensor_compare.h"
-#include "tests/support/text_fixture.h"
 
 using namespace sonata;
 using namespace sonata::testing;
@@ -26,81 +26,25 @@ using Catch::Contains;
 
 namespace {
 
-TextFixture read_fixture(const std::string& name) {
-  return read_text_fixture(std::string(SONATA_FIXTURES_DIR) + "/mel/" + name + ".txt");
-}
-
-std::string word(const TextFixture& f, const std::string& key) {
-  return f.at(key).at(0);
-}
-int64_t integer(const TextFixture& f, const std::string& key) {
-  return std::stoll(word(f, key));
-}
-double number(const TextFixture& f, const std::string& key) {
-  return fixture_doubles(f, key)[0];
-}
-
-// The shared waveform: 16-bit integers q, the clip is q / 32768 (exact in float).
-const std::vector<float>& fixture_waveform() {
-  static const std::vector<float> waveform = [] {
-    std::vector<float> out;
-    for (const double q : fixture_doubles(read_fixture("waveform"), "q15"))
-      out.push_back(float(q / 32768.0));
-    return out;
-  }();
-  return waveform;
-}
-
-FeatureConfig config_of(const TextFixture& f) {
-  FeatureConfig c;
-  c.sample_rate = integer(f, "sample_rate");
-  c.n_fft = integer(f, "n_fft");
-  c.win_length = integer(f, "win_length");
-  c.hop_length = integer(f, "hop_length");
-  c.f_min = number(f, "f_min");
-  c.f_max = number(f, "f_max");
-  c.n_mels = integer(f, "n_mels");
-  c.power = number(f, "power");
-  c.center = integer(f, "center") != 0;
-  c.pad_mode = parse_pad_mode(word(f, "pad_mode"));
-  c.mel_scale = parse_mel_scale(word(f, "mel_scale"));
-  c.norm = parse_mel_norm(word(f, "norm"));
-  c.log = parse_feature_log(word(f, "log"));
-  if (word(f, "top_db") != "none") c.top_db = number(f, "top_db");
-  return c;
-}
-
-Tensor expected_of(const TextFixture& f) {
-  Shape shape;
-  for (const std::string& d : f.at("shape")) shape.push_back(std::stoll(d));
-  return from_vector(fixture_doubles(f, "values"), shape, TensorOptions{}.with(DType::f64));
-}
-
-// Undoes the log of a log_mel result: the mel power it came from.
-Tensor unlog(const Tensor& values, const FeatureConfig& c) {
-  std::vector<double> v = values.to_vector<double>();
-  for (double& x : v) x = c.log == FeatureLog::db ? std::pow(10.0, x / 10.0) : std::exp(x);
-  return from_vector(v, values.shape(), TensorOptions{}.with(DType::f64));
-}
-
 void check_case(const std::string& name) {
   INFO("fixture " << name);
-  const TextFixture f = read_fixture(name);
-  const FeatureConfig config = config_of(f);
-  const std::span<const float> clip(fixture_waveform().data(), size_t(integer(f, "length")));
+  const TextFixture f = read_mel_fixture(name);
+  const FeatureConfig config = mel_fixture_config(f);
+  const std::span<const float> clip(mel_fixture_waveform().data(),
+                                    size_t(fixture_integer(f, "length")));
   const FeatureExtractor extractor(config);
-  const std::string kind = word(f, "kind");
+  const std::string kind = fixture_word(f, "kind");
   const Tensor ours = kind == "spectrogram"       ? extractor.spectrogram(clip)
                       : kind == "mel_spectrogram" ? extractor.mel_spectrogram(clip)
                                                   : extractor.log_mel(clip);
-  const Tensor theirs = expected_of(f);
+  const Tensor theirs = mel_fixture_values(f);
   REQUIRE(ours.dtype() == DType::f32);
   REQUIRE(ours.shape() == theirs.shape());
   const double error = relative_error(ours, theirs);
   INFO("relative error " << error);
   CHECK(error < 1e-4);
   if (kind == "log_mel" && config.log != FeatureLog::none) {
-    const double power_error = relative_error(unlog(ours, config), unlog(theirs, config));
+    const double power_error = relative_error(unlog_mel(ours, config), unlog_mel(theirs, config));
     INFO("relative error of the power " << power_error);
     CHECK(power_error < 1e-4);
   }
@@ -163,7 +107,7 @@ TEST_CASE("Log-mel features match torchaudio (DESIGN.md's front end and variants
 TEST_CASE("dB features with top_db match torchaudio's AmplitudeToDB", "[mel]") {
   check_case("db_top80");
   // The fixture's silence sits at the floor: peak - 80 dB.
-  const TextFixture f = read_fixture("db_top80");
+  const TextFixture f = read_mel_fixture("db_top80");
   const std::vector<double> values = fixture_doubles(f, "values");
   const double peak = *std::max_element(values.begin(), values.end());
   const double lowest = *std::min_element(values.begin(), values.end());
@@ -183,11 +127,11 @@ TEST_CASE("Clips near the shortest allowed length match torchaudio", "[mel]") {
 TEST_CASE("Mel filterbank matches torchaudio melscale_fbanks", "[mel]") {
   for (const char* name : {"fbank_htk", "fbank_slaney", "fbank_htk_sr11025"}) {
     INFO("fixture " << name);
-    const TextFixture f = read_fixture(name);
-    FeatureConfig config = config_of(f);
+    const TextFixture f = read_mel_fixture(name);
+    FeatureConfig config = mel_fixture_config(f);
     // f_max = sample_rate // 2 is the default: leave it unset to check the default too.
     if (config.f_max == double(config.sample_rate / 2)) config.f_max.reset();
-    const Tensor ours = mel_filterbank(config), theirs = expected_of(f);
+    const Tensor ours = mel_filterbank(config), theirs = mel_fixture_values(f);
     REQUIRE(ours.shape() == theirs.shape());
     CHECK(relative_error(ours, theirs) < 1e-12);
   }

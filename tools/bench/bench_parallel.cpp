@@ -14,8 +14,15 @@
 // on receives and sends (pipelines: idling for a neighbour, stage imbalance included),
 // against the ideal (S - 1) / (M + S - 1). Stages are balanced by each layer's forward and
 // backward time measured once on rank 0 (--balance time), or by parameter bytes. Global
-// batch and micro-batches are fixed per step; final accuracy after training epochs is not
-// measured here (synthetic data).
+// batch and micro-batches are fixed per step.
+// --epochs N first trains each strategy from the same initial weights for N epochs over a
+// synthetic classification set of --epoch-items spectrogram-like images
+// (tools/bench/synthetic_spectrograms.h; shuffled per epoch, the last partial batch
+// dropped), then gathers the weights it ends with on rank 0 and measures their accuracy
+// there on --eval-items held-out images of another seed: the lines gain "epochs",
+// "train_s" (the slowest rank's wall time of the N epochs) and "final_accuracy", the table
+// two columns. The timed steps follow the training. SGD: --lr 0.01, no momentum; with
+// --epochs, 0.02 and momentum 0.9 unless given.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -23,6 +30,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,16 +38,17 @@
 #include "comm/bootstrap.h"
 #include "comm/pipeline/partition.h"
 #include "comm/pipeline/pipeline.h"
+#include "comm/pipeline/stage_state.h"
 #include "comm/reducer.h"
 #include "engine/allocator.h"
+#include "engine/autograd/grad_mode.h"
+#include "engine/device.h"
+#include "engine/nn/state_dict.h"
 #include "engine/ops/loss.h"
 #include "engine/optim/sgd.h"
 #include "engine/random.h"
 #include "models/vgg.h"
-
-#if SONATA_WITH_CUDA
-#include <cuda_runtime_api.h>
-#endif
+#include "tools/bench/synthetic_spectrograms.h"
 
 using namespace sonata;
 
@@ -52,21 +61,41 @@ struct Options {
   int micro_batches = 4, steps = 5, warmup = 2;
   int64_t epoch_items = 1600;
   std::string balance = "time";  // time (measured) | params (bytes)
+  int epochs = 0;                // 0: timed steps only
+  int64_t eval_items = 512;
+  std::optional<double> lr, momentum;  // SGD's; defaults below
 };
+
+// Plain SGD at 0.01 for the timed steps alone; with --epochs, 0.02 and momentum 0.9, which
+// take the synthetic set well above chance in a few epochs.
+SgdOptions sgd_options(const Options& o) {
+  SgdOptions options;
+  options.lr = o.lr.value_or(o.epochs > 0 ? 0.02 : 0.01);
+  options.momentum = o.momentum.value_or(o.epochs > 0 ? 0.9 : 0.0);
+  return options;
+}
 
 struct Row {
   std::string strategy, schedule = "-";
   int devices = 1, stages = 1, replicas = 1, micro_batches = 1;
   double step_s = 0, peak_mb = 0, bubble = -1, ideal = -1;
+  double train_s = -1, accuracy = -1;  // --epochs only
 };
 
-void synchronize(Device device) {
-#if SONATA_WITH_CUDA
-  if (device.is_cuda()) cudaDeviceSynchronize();  // timing only, outside the steps
-#else
-  (void)device;
-#endif
-}
+// The synthetic sets of --epochs: training and held out, from different seeds.
+struct TrainingSets {
+  bench::SyntheticImages train, held_out;
+};
+constexpr uint64_t kTrainSeed = 1, kHeldOutSeed = 2, kShuffleSeed = 1000;
+
+// A strategy's training step on this rank's rows of a global batch (the first stage reads
+// x, the last the labels); returns the seconds it spent waiting for other ranks.
+using Step = std::function<double(const Tensor& x, const Tensor& labels)>;
+
+// This rank's rows of each global batch.
+struct Share {
+  int64_t first = 0, count = 0;
+};
 
 void reset_peak(Device device) {
   if (device.is_cuda())
@@ -92,9 +121,7 @@ std::shared_ptr<Vgg> make_model(const Options& o) {
   return model;
 }
 
-struct Batch {
-  Tensor x, labels;
-};
+using Batch = bench::ImageBatch;
 
 Batch make_batch(const Options& o, int64_t rows) {
   manual_seed(8);
@@ -125,13 +152,13 @@ double reduce_value(ProcessGroup& group, double value, bool maximum) {
 void measure(const Options& o, ProcessGroup& world, bool active, Row& row,
              const std::function<double()>& step) {
   for (int i = 0; i < o.warmup && active; ++i) step();
-  synchronize(o.device);
+  device_synchronize(o.device);  // timing only, outside the steps
   world.barrier()->synchronize();
   reset_peak(o.device);
   double waited = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < o.steps && active; ++i) waited += step();
-  synchronize(o.device);
+  device_synchronize(o.device);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / o.steps;
   row.step_s = reduce_value(world, active ? seconds : 0.0, true);
@@ -139,41 +166,109 @@ void measure(const Options& o, ProcessGroup& world, bool active, Row& row,
   if (row.bubble >= 0) row.bubble = reduce_value(world, waited / o.steps / seconds, false);
 }
 
-Row run_single(const Options& o, ProcessGroup& world) {
+// The share of the held-out set that a model with the whole model's `state` classifies
+// correctly (one process, eval mode: BatchNorm's running statistics).
+double held_out_accuracy(const Options& o, const NamedTensors& state,
+                         const bench::SyntheticImages& set) {
+  auto model = make_model(o);
+  load_state_dict(*model, state);
+  model->eval();
+  NoGradGuard no_grad;
+  std::vector<int64_t> order(static_cast<size_t>(set.items));
+  for (int64_t i = 0; i < set.items; ++i) order[size_t(i)] = i;
+  int64_t correct = 0;
+  constexpr int64_t kChunk = 64;
+  for (int64_t first = 0; first < set.items; first += kChunk) {
+    const int64_t count = std::min(kChunk, set.items - first);
+    const Batch batch = bench::gather_images(set, order, first, count, o.device);
+    const std::vector<float> logits =
+        model->forward(batch.x).to(Device::cpu()).contiguous().to_vector<float>();
+    for (int64_t n = 0; n < count; ++n) {
+      const auto row = logits.begin() + n * o.classes;
+      const int64_t predicted = std::max_element(row, row + o.classes) - row;
+      correct += predicted == set.labels[size_t(first + n)];
+    }
+  }
+  return double(correct) / double(set.items);
+}
+
+// --epochs: `step` over the training set's shuffled global batches on every `active` rank
+// (each reading its `share`), then the held-out accuracy of the weights `final_state`
+// gathers (a collective: the whole model's state on rank 0, empty elsewhere).
+void train_and_evaluate(const Options& o, ProcessGroup& world, const TrainingSets* sets,
+                        bool active, Share share, const Step& step,
+                        const std::function<NamedTensors()>& final_state, Row& row) {
+  if (o.epochs == 0) return;
+  const int64_t steps = sets->train.items / o.batch;
+  world.barrier()->synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (int epoch = 0; epoch < o.epochs && active; ++epoch) {
+    const std::vector<int64_t> order =
+        bench::shuffled_order(sets->train.items, kShuffleSeed + uint64_t(epoch));
+    for (int64_t s = 0; s < steps; ++s) {
+      const Batch batch = bench::gather_images(sets->train, order, s * o.batch + share.first,
+                                               share.count, o.device);
+      step(batch.x, batch.labels);
+    }
+  }
+  device_synchronize(o.device);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  row.train_s = reduce_value(world, active ? seconds : 0.0, true);
+  const NamedTensors state = final_state();
+  if (world.rank() == 0) row.accuracy = held_out_accuracy(o, state, sets->held_out);
+}
+
+// The whole model's state on rank 0 for strategies where rank 0 holds all of it.
+NamedTensors rank0_state(const ProcessGroup& world, const Module& model) {
+  return world.rank() == 0 ? model.state_dict() : NamedTensors{};
+}
+
+Row run_single(const Options& o, ProcessGroup& world, const TrainingSets* sets) {
   Row row{"single"};
   const bool active = world.rank() == 0;
   auto model = make_model(o);
-  SGD optimizer(model->parameters(), SgdOptions{0.01});
+  SGD optimizer(model->parameters(), sgd_options(o));
   const Batch batch = make_batch(o, o.batch);
-  measure(o, world, active, row, [&] {
+  const Step step = [&](const Tensor& x, const Tensor& labels) {
     optimizer.zero_grad();
-    cross_entropy(model->forward(batch.x), batch.labels).backward();
+    cross_entropy(model->forward(x), labels).backward();
     optimizer.step();
     return 0.0;
-  });
+  };
+  train_and_evaluate(
+      o, world, sets, active, {0, o.batch}, step, [&] { return rank0_state(world, *model); }, row);
+  measure(o, world, active, row, [&] { return step(batch.x, batch.labels); });
   return row;
 }
 
-Row run_data_parallel(const Options& o, const std::shared_ptr<ProcessGroup>& world) {
+Row run_data_parallel(const Options& o, const std::shared_ptr<ProcessGroup>& world,
+                      const TrainingSets* sets) {
   Row row{"data parallel"};
   row.devices = row.replicas = world->world_size();
   auto model = make_model(o);
-  SGD optimizer(model->parameters(), SgdOptions{0.01});
+  SGD optimizer(model->parameters(), sgd_options(o));
   Reducer reducer(model->named_parameters(), world);
-  const Batch batch = make_batch(o, o.batch / world->world_size());
-  measure(o, *world, true, row, [&] {
+  const int64_t rows = o.batch / world->world_size();
+  const Batch batch = make_batch(o, rows);
+  const Step step = [&](const Tensor& x, const Tensor& labels) {
     reducer.prepare_for_backward();
-    cross_entropy(model->forward(batch.x), batch.labels).backward();
+    cross_entropy(model->forward(x), labels).backward();
     reducer.finish();
     optimizer.step();
     return 0.0;
-  });
+  };
+  train_and_evaluate(
+      o, *world, sets, true, {world->rank() * rows, rows}, step,
+      [&] { return rank0_state(*world, *model); }, row);
+  measure(o, *world, true, row, [&] { return step(batch.x, batch.labels); });
   return row;
 }
 
 // `stages` ranks per replica; `replicas` > 1 adds a reducer over each stage's replicas.
-Row run_pipeline(const Options& o, ProcessGroup& world, const std::string& strategy,
-                 PipelineSchedule schedule, int micro_batches, int replicas) {
+Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets,
+                 const std::string& strategy, PipelineSchedule schedule, int micro_batches,
+                 int replicas) {
   Row row{strategy, schedule_name(schedule)};
   const int stages = world.world_size() / replicas;
   row.devices = world.world_size();
@@ -208,16 +303,22 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const std::string& strat
         return cross_entropy(out.x, targets[0]);
       },
       PipelineOptions{schedule, micro_batches});
-  SGD optimizer(stage->parameters(), SgdOptions{0.01});
+  SGD optimizer(stage->parameters(), sgd_options(o));
   std::unique_ptr<Reducer> reducer;
   if (replicas > 1) reducer = std::make_unique<Reducer>(stage->named_parameters(), replica_group);
-  measure(o, world, true, row, [&] {
+  const Step step = [&](const Tensor& x, const Tensor& labels) {
     if (!reducer) optimizer.zero_grad();
-    const PipelineStepResult result =
-        pipeline.step({batch.x, Tensor()}, {batch.labels}, reducer.get());
+    const PipelineStepResult result = pipeline.step({x, Tensor()}, {labels}, reducer.get());
     optimizer.step();
     return result.wait_seconds;
-  });
+  };
+  // Replica 0's stages gather on world rank 0 (its stage 0); the other replicas' gathers
+  // are discarded.
+  const int64_t rows = o.batch / replicas;
+  train_and_evaluate(
+      o, world, sets, true, {replica * rows, rows}, step,
+      [&] { return gather_state_dict(*stage_group, stage->state_dict()); }, row);
+  measure(o, world, true, row, [&] { return step(batch.x, batch.labels); });
   return row;
 }
 
@@ -235,25 +336,33 @@ void print_json(const Options& o, const Row& r, const std::string& backend) {
       "\"strategy\": \"%s\", \"schedule\": \"%s\", \"devices\": %d, \"stages\": %d, "
       "\"replicas\": %d, \"micro_batches\": %d, \"batch\": %lld, \"step_ms\": %.3f, "
       "\"epoch_s\": %.3f, \"items_per_s\": %.2f, \"peak_mem_mb\": %.2f, "
-      "\"bubble_measured\": %s, \"bubble_ideal\": %s}\n",
+      "\"bubble_measured\": %s, \"bubble_ideal\": %s",
       o.width, backend.c_str(), r.strategy.c_str(), r.schedule.c_str(), r.devices, r.stages,
       r.replicas, r.micro_batches, static_cast<long long>(o.batch), r.step_s * 1e3, epoch_s,
       double(o.batch) / r.step_s, r.peak_mb, r.bubble < 0 ? "null" : fixed(r.bubble, 4).c_str(),
       r.ideal < 0 ? "null" : fixed(r.ideal, 4).c_str());
+  if (o.epochs > 0)
+    std::printf(", \"epochs\": %d, \"train_s\": %.3f, \"final_accuracy\": %.4f", o.epochs,
+                r.train_s, r.accuracy);
+  std::printf("}\n");
   std::fflush(stdout);
 }
 
 void print_table(const Options& o, const std::vector<Row>& rows) {
+  const bool trained = o.epochs > 0;
   std::printf(
       "\n| strategy | schedule | devices | stages x replicas | M | step (ms) | epoch (s) | "
-      "items/s | peak mem / device (MiB) | bubble measured | bubble ideal |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "items/s | peak mem / device (MiB) | bubble measured | bubble ideal |%s\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|%s\n",
+      trained ? " train (s) | final accuracy |" : "", trained ? "---|---|" : "");
   for (const Row& r : rows) {
     const double epoch_s = r.step_s * std::ceil(double(o.epoch_items) / double(o.batch));
-    std::printf("| %s | %s | %d | %d x %d | %d | %.1f | %.2f | %.1f | %.1f | %s | %s |\n",
+    std::printf("| %s | %s | %d | %d x %d | %d | %.1f | %.2f | %.1f | %.1f | %s | %s |",
                 r.strategy.c_str(), r.schedule.c_str(), r.devices, r.stages, r.replicas,
                 r.micro_batches, r.step_s * 1e3, epoch_s, double(o.batch) / r.step_s, r.peak_mb,
                 fixed(r.bubble, 3).c_str(), fixed(r.ideal, 3).c_str());
+    if (trained) std::printf(" %.1f | %.3f |", r.train_s, r.accuracy);
+    std::printf("\n");
   }
   std::fflush(stdout);
 }
@@ -274,33 +383,55 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--steps", o.steps, "timed steps per strategy")->capture_default_str();
   app.add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str();
-  app.add_option("--epoch-items", o.epoch_items, "items per epoch, for the epoch time")
+  app.add_option("--epoch-items", o.epoch_items,
+                 "items per epoch: the epoch time, and with --epochs the training set")
       ->capture_default_str();
   app.add_option("--balance", o.balance, "stage balance: params (bytes) | time (measured)")
       ->capture_default_str();
+  app.add_option("--epochs", o.epochs,
+                 "train each strategy for N epochs of --epoch-items synthetic images first and "
+                 "report its held-out accuracy (0: timed steps only)")
+      ->capture_default_str();
+  app.add_option("--eval-items", o.eval_items, "held-out images for --epochs' accuracy")
+      ->capture_default_str();
+  app.add_option("--lr", o.lr, "SGD learning rate [0.01; with --epochs 0.02]");
+  app.add_option("--momentum", o.momentum, "SGD momentum [0; with --epochs 0.9]");
   CLI11_PARSE(app, argc, argv);
   try {
     o.device = Device::parse(device_name);
     SONATA_CHECK(o.balance == "params" || o.balance == "time", "bench_parallel: --balance '",
                  o.balance, "' must be params or time");
-    SONATA_CHECK(o.steps > 0 && o.warmup >= 0 && o.micro_batches > 0,
-                 "bench_parallel: --steps and --micro-batches must be positive, --warmup not "
-                 "negative");
+    SONATA_CHECK(o.steps > 0 && o.warmup >= 0 && o.micro_batches > 0 && o.epochs >= 0,
+                 "bench_parallel: --steps and --micro-batches must be positive, --warmup and "
+                 "--epochs not negative");
     auto world = init_process_group(o.device);
     const int W = world->world_size();
     SONATA_CHECK(o.batch % (W * o.micro_batches) == 0, "bench_parallel: --batch ", o.batch,
                  " must divide into ", W, " ranks x ", o.micro_batches, " micro-batches");
+    std::unique_ptr<TrainingSets> sets;
+    if (o.epochs > 0) {
+      SONATA_CHECK(o.epoch_items >= o.batch && o.eval_items > 0, "bench_parallel: --epochs ",
+                   o.epochs, " needs --epoch-items (", o.epoch_items, ") of at least --batch (",
+                   o.batch, ") and a positive --eval-items (", o.eval_items, ")");
+      sets = std::make_unique<TrainingSets>(
+          TrainingSets{bench::synthetic_spectrograms(o.epoch_items, o.classes, o.in_channels,
+                                                     o.image, kTrainSeed),
+                       bench::synthetic_spectrograms(o.eval_items, o.classes, o.in_channels,
+                                                     o.image, kHeldOutSeed)});
+    }
+    const TrainingSets* data = sets.get();
     std::vector<Row> rows;
-    rows.push_back(run_single(o, *world));
+    rows.push_back(run_single(o, *world, data));
     if (W > 1) {
-      rows.push_back(run_data_parallel(o, world));
-      rows.push_back(run_pipeline(o, *world, "model parallel", PipelineSchedule::gpipe, 1, 1));
+      rows.push_back(run_data_parallel(o, world, data));
       rows.push_back(
-          run_pipeline(o, *world, "pipeline", PipelineSchedule::gpipe, o.micro_batches, 1));
+          run_pipeline(o, *world, data, "model parallel", PipelineSchedule::gpipe, 1, 1));
       rows.push_back(
-          run_pipeline(o, *world, "pipeline", PipelineSchedule::one_f_one_b, o.micro_batches, 1));
+          run_pipeline(o, *world, data, "pipeline", PipelineSchedule::gpipe, o.micro_batches, 1));
+      rows.push_back(run_pipeline(o, *world, data, "pipeline", PipelineSchedule::one_f_one_b,
+                                  o.micro_batches, 1));
       if (W >= 4 && W % 2 == 0)
-        rows.push_back(run_pipeline(o, *world, "hybrid", PipelineSchedule::one_f_one_b,
+        rows.push_back(run_pipeline(o, *world, data, "hybrid", PipelineSchedule::one_f_one_b,
                                     o.micro_batches, W / 2));
     }
     if (world->rank() == 0) {
