@@ -4,7 +4,10 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "comm/bootstrap.h"
@@ -16,6 +19,14 @@ std::shared_ptr<ProcessGroup> g_group;
 }
 ProcessGroup& comm_group() {
   return *g_group;
+}
+std::shared_ptr<ProcessGroup> shared_comm_group() {
+  return g_group;
+}
+std::string job_folder(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("sonata_comm_" + name + "_" + std::to_string(::getppid())))
+      .string();
 }
 }  // namespace sonata::testing
 

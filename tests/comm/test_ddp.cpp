@@ -16,12 +16,9 @@
 
 using namespace sonata;
 using sonata::testing::comm_group;
+using sonata::testing::shared_comm_group;
 
 namespace {
-
-std::shared_ptr<ProcessGroup> shared_group() {
-  return std::shared_ptr<ProcessGroup>(&comm_group(), [](ProcessGroup*) {});
-}
 
 // x[n][c] = (r + 1) * (c + 1) + (n - 1.5) for n < 4: channel c's batch mean is (r + 1)(c + 1),
 // its unbiased variance 5/3 whatever the rank.
@@ -53,7 +50,7 @@ TEST_CASE("DDP makes every replica's parameters and buffers rank 0's", "[comm][d
     state[0].second.fill_(double(r + 2));       // weight
     state[4].second.fill_(double(10 * r + 7));  // num_batches_tracked (i64)
   }
-  DistributedDataParallel ddp(bn, shared_group());
+  DistributedDataParallel ddp(bn, shared_comm_group());
   CHECK(max_error(state[0].second, {2, 2, 2}) == 0);
   CHECK(state[4].second.item() == 7);
 

@@ -24,14 +24,11 @@
 
 using namespace sonata;
 using sonata::testing::comm_group;
+using sonata::testing::shared_comm_group;
 
 namespace {
 
 // The process group as a shared_ptr that does not own it (the test main does).
-std::shared_ptr<ProcessGroup> shared_group() {
-  return std::shared_ptr<ProcessGroup>(&comm_group(), [](ProcessGroup*) {});
-}
-
 // Linear(20, 32) - ReLU - Linear(32, 5) in float64, initialised from `seed`.
 class Mlp : public Module {
  public:
@@ -105,7 +102,7 @@ void check_equivalent_to_one_process(const ReducerOptions& reducer_options, int6
   perturb(*model, int(r));
   DdpOptions options;
   options.reducer = reducer_options;
-  DistributedDataParallel ddp(model, shared_group(), options);
+  DistributedDataParallel ddp(model, shared_comm_group(), options);
   SGD optimizer(model->parameters(), sgd_options());
 
   Mlp reference(7);
@@ -203,12 +200,13 @@ TEST_CASE("the bucket layout follows reverse parameter order and its byte caps",
           "[comm][reducer]") {
   Mlp model(3);  // fc1.weight 5120 bytes, fc1.bias 256, fc2.weight 1280, fc2.bias 40
   using Layout = std::vector<std::vector<size_t>>;
-  CHECK(Reducer(model.named_parameters(), shared_group(), caps(1, 1)).bucket_layout() ==
+  CHECK(Reducer(model.named_parameters(), shared_comm_group(), caps(1, 1)).bucket_layout() ==
         Layout{{3}, {2}, {1}, {0}});
-  CHECK(Reducer(model.named_parameters(), shared_group(), caps(1000, 1 << 30)).bucket_layout() ==
-        Layout{{3, 2}, {1, 0}});
-  CHECK(Reducer(model.named_parameters(), shared_group(), caps(1 << 30, 1 << 30)).bucket_layout() ==
-        Layout{{3, 2, 1, 0}});
+  CHECK(
+      Reducer(model.named_parameters(), shared_comm_group(), caps(1000, 1 << 30)).bucket_layout() ==
+      Layout{{3, 2}, {1, 0}});
+  CHECK(Reducer(model.named_parameters(), shared_comm_group(), caps(1 << 30, 1 << 30))
+            .bucket_layout() == Layout{{3, 2, 1, 0}});
 }
 
 TEST_CASE("with small buckets the first all-reduce starts before backward has finished",
@@ -216,7 +214,7 @@ TEST_CASE("with small buckets the first all-reduce starts before backward has fi
   Mlp model(5);
   const Data data = make_data(4, 99);
   for (const bool small : {true, false}) {
-    Reducer reducer(model.named_parameters(), shared_group(),
+    Reducer reducer(model.named_parameters(), shared_comm_group(),
                     small ? caps(1, 1) : caps(1 << 30, 1 << 30));
     for (int step = 0; step < 2; ++step) {  // before and after the rebuild
       reducer.prepare_for_backward();
@@ -298,7 +296,7 @@ TEST_CASE("buckets are rebuilt once from rank 0's observed gradient-ready order"
         [hook_order, i](Tensor&) { hook_order->push_back(i); });
 
   for (const bool small : {true, false}) {
-    Reducer reducer(model.named_parameters(), shared_group(),
+    Reducer reducer(model.named_parameters(), shared_comm_group(),
                     small ? caps(1, 1) : caps(1 << 30, 1 << 30));
     const auto initial = reducer.bucket_layout();
     for (int step = 0; step < 3; ++step) {
@@ -342,7 +340,7 @@ TEST_CASE("a parameter without a gradient is an error naming it unless find_unus
   const Tensor x = data.x.slice(1, 0, 4).contiguous(), y = data.y.slice(1, 0, 3).contiguous();
 
   SECTION("without the flag") {
-    Reducer reducer(params, shared_group());
+    Reducer reducer(params, shared_comm_group());
     for (int step = 0; step < 2; ++step) {  // the error leaves the reducer usable
       reducer.prepare_for_backward();
       mse(a.forward(x), y).backward();
@@ -362,7 +360,7 @@ TEST_CASE("a parameter without a gradient is an error naming it unless find_unus
   SECTION("with the flag") {
     ReducerOptions options;
     options.find_unused_parameters = true;
-    Reducer reducer(params, shared_group(), options);
+    Reducer reducer(params, shared_comm_group(), options);
     for (int step = 0; step < 2; ++step) {
       reducer.prepare_for_backward();
       mse(a.forward(x), y).backward();
@@ -392,7 +390,7 @@ TEST_CASE("a parameter without a gradient is an error naming it unless find_unus
       reducer.finish();
     };
     if (W > 1) {
-      Reducer strict(params, shared_group());  // gone before the next one hooks in
+      Reducer strict(params, shared_comm_group());  // gone before the next one hooks in
       std::string message;
       try {
         run(strict);
@@ -404,7 +402,7 @@ TEST_CASE("a parameter without a gradient is an error naming it unless find_unus
     }
     ReducerOptions options;
     options.find_unused_parameters = true;
-    Reducer lenient(params, shared_group(), options);
+    Reducer lenient(params, shared_comm_group(), options);
     run(lenient);
     // b's gradient is rank 0's divided by the world: the others contribute zeros.
     TwoBranches fresh;
@@ -422,7 +420,7 @@ TEST_CASE("gradients are views into the buckets and stay so whatever zero_grad d
           "[comm][reducer]") {
   Mlp model(4);
   const Data data = make_data(4, 21);
-  Reducer reducer(model.named_parameters(), shared_group(), caps(1, 1 << 30));
+  Reducer reducer(model.named_parameters(), shared_comm_group(), caps(1, 1 << 30));
   SGD optimizer(model.parameters(), sgd_options());
   std::vector<const void*> storages;
   for (int step = 0; step < 3; ++step) {
@@ -455,7 +453,7 @@ TEST_CASE("reducer misuse is reported in one sentence", "[comm][reducer]") {
   ProcessGroup& group = comm_group();
   Mlp model(4);
   const Data data = make_data(4, 2);
-  Reducer reducer(model.named_parameters(), shared_group());
+  Reducer reducer(model.named_parameters(), shared_comm_group());
   CHECK_THROWS_WITH(reducer.finish(), Catch::Contains("without prepare_for_backward"));
   {
     NoSync no_sync(reducer);
@@ -469,6 +467,7 @@ TEST_CASE("reducer misuse is reported in one sentence", "[comm][reducer]") {
   if (group.world_size() > 1) {
     Tensor p = zeros({group.rank() == 0 ? 3 : 4}, TensorOptions{}.with(DType::f64))
                    .set_requires_grad(true);
-    CHECK_THROWS_WITH(Reducer({{"p", p}}, shared_group()), Catch::Contains("differ from rank 0"));
+    CHECK_THROWS_WITH(Reducer({{"p", p}}, shared_comm_group()),
+                      Catch::Contains("differ from rank 0"));
   }
 }

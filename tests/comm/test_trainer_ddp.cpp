@@ -19,19 +19,10 @@
 
 using namespace sonata;
 using sonata::testing::comm_group;
+using sonata::testing::job_folder;
+using sonata::testing::shared_comm_group;
 
 namespace {
-
-std::shared_ptr<ProcessGroup> shared_group() {
-  return std::shared_ptr<ProcessGroup>(&comm_group(), [](ProcessGroup*) {});
-}
-
-// One folder for the whole job: mpiexec (or ctest) is every rank's parent.
-std::string job_folder(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("sonata_ddp_" + name + "_" + std::to_string(::getppid())))
-      .string();
-}
 
 // Parameters, or the whole state (with BatchNorm's running statistics, which each rank
 // updates from its own batch after rank 0's were broadcast before the forward).
@@ -70,7 +61,7 @@ TEST_CASE("trainer under DDP: identical replicas, and --resume continues bit for
   auto run = [&](TrainerOptions run_options) {
     manual_seed(run_options.seed);
     auto task = std::make_unique<SpeechTask>(run_options, Vocabulary());
-    run_training(run_options, *task, Device::cpu(), shared_group());
+    run_training(run_options, *task, Device::cpu(), shared_comm_group());
     return std::pair{all_weights(task->model(), false), all_weights(task->model())};
   };
   TrainerOptions straight = options;
@@ -119,7 +110,7 @@ TEST_CASE("trainer with --sync-bn and a bf16 all-reduce keeps whole replicas ide
   options.bucket_mb = 0.01;  // many buckets: several compressed all-reduces in flight
   manual_seed(options.seed);
   auto task = std::make_unique<SpeechTask>(options, Vocabulary());
-  const TrainResult result = run_training(options, *task, Device::cpu(), shared_group());
+  const TrainResult result = run_training(options, *task, Device::cpu(), shared_comm_group());
   CHECK(!result.stopped_bad);
   CHECK(result.steps > 0);
   // BatchNorm's running statistics are not broadcast under --sync-bn: they agree only because

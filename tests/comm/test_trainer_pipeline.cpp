@@ -28,18 +28,10 @@
 
 using namespace sonata;
 using sonata::testing::comm_group;
+using sonata::testing::job_folder;
+using sonata::testing::shared_comm_group;
 
 namespace {
-
-std::shared_ptr<ProcessGroup> shared_group() {
-  return std::shared_ptr<ProcessGroup>(&comm_group(), [](ProcessGroup*) {});
-}
-
-std::string job_folder(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("sonata_pipe_trainer_" + name + "_" + std::to_string(::getppid())))
-      .string();
-}
 
 TrainerOptions tiny_ds2(const std::string& train, const std::string& corpus) {
   TrainerOptions options;
@@ -140,7 +132,7 @@ TEST_CASE(
     piped.pipeline_schedule = schedule.substr(0, schedule.find('+'));
     if (schedule.ends_with("+step")) piped.features_on = "step";
     piped.metrics = corpus + "/piped_" + piped.pipeline_schedule + piped.features_on + ".jsonl";
-    const auto result = train(piped, shared_group());
+    const auto result = train(piped, shared_comm_group());
     // Every rank ends with the whole model (replica 0's stages). DDP's buffers are its rank
     // 0's (broadcast before every forward), as the pipeline's are replica 0's.
     check_close(result->model(), reference->model(), reference_is_first);
@@ -155,7 +147,7 @@ TEST_CASE(
     piped.checkpoint_dir = folder + "/piped";  // rank 0 writes; run_training's barrier follows
     piped.stop_after = 2;
     piped.metrics = corpus + "/piped_stop.jsonl";
-    train(piped, shared_group());
+    train(piped, shared_comm_group());
     TrainerOptions resumed_single = options;
     resumed_single.resume = latest_checkpoint(piped.checkpoint_dir);
     REQUIRE(!resumed_single.resume.empty());
@@ -172,7 +164,7 @@ TEST_CASE(
     resumed_piped.pipeline_stages = stages;
     resumed_piped.resume = latest_checkpoint(first_single.checkpoint_dir);
     resumed_piped.metrics = corpus + "/resumed_piped.jsonl";
-    check_close(train(resumed_piped, shared_group())->model(), reference->model(), true);
+    check_close(train(resumed_piped, shared_comm_group())->model(), reference->model(), true);
   }
   world.barrier()->wait();
   if (world.rank() == 0) std::filesystem::remove_all(folder);
@@ -189,7 +181,7 @@ TEST_CASE("trainer --pipeline-stages refuses a world it cannot split into stages
   // One more stage than ranks (and, for 2 and 3 ranks, not a divisor of the world).
   options.pipeline_stages = world.world_size() + 1;
   auto task = std::make_unique<SpeechTask>(options, Vocabulary());
-  CHECK_THROWS_WITH(run_training(options, *task, Device::cpu(), shared_group()),
+  CHECK_THROWS_WITH(run_training(options, *task, Device::cpu(), shared_comm_group()),
                     Catch::Contains("--pipeline-stages " + std::to_string(options.pipeline_stages) +
                                     " needs a multiple"));
   // Cuts without stages are refused before anything runs.
@@ -210,24 +202,12 @@ TEST_CASE("trainer --pipeline-stages trains vgg19_bn as one process does",
   const std::string folder = job_folder("vgg");
   const std::string corpus = folder + "/corpus_" + std::to_string(world.rank());
   std::filesystem::create_directories(corpus);
-  // Eight one-second tones in two "genres" (low and high): one 32 x 32 image each.
-  constexpr int kRate = 16000;
-  std::ofstream manifest(corpus + "/train.tsv");
-  for (int track = 0; track < 8; ++track) {
-    std::vector<float> tone(static_cast<size_t>(kRate));
-    const double hz = (track % 2 ? 2000.0 : 300.0) + 50.0 * track;
-    for (int i = 0; i < kRate; ++i)
-      tone[size_t(i)] = 0.3f * float(std::sin(2 * std::numbers::pi * hz * i / kRate));
-    const std::string path = corpus + "/t" + std::to_string(track) + ".wav";
-    sonata::testing::write_pcm16_wav(path, tone, kRate);
-    manifest << path << "\t" << (track % 2 ? "high" : "low") << "\n";
-  }
-  manifest.close();
+  const std::string manifest = sonata::testing::write_tone_tracks(corpus, 8);  // 8 images
   TrainerOptions options;
   options.model = "vgg19_bn";
   options.model_config = {{"width", "0.0625"}, {"dropout", "0"}};  // no dropout draws to align
-  options.train_manifest = corpus + "/train.tsv";
-  options.features.sample_rate = kRate;
+  options.train_manifest = manifest;
+  options.features.sample_rate = 16000;
   options.slice_seconds = 1.0;
   options.image_height = 32;
   options.image_width = 32;
@@ -253,7 +233,7 @@ TEST_CASE("trainer --pipeline-stages trains vgg19_bn as one process does",
   TrainerOptions piped = options;
   piped.pipeline_stages = R;
   piped.metrics = corpus + "/piped.jsonl";
-  check_close(run(piped, shared_group())->model(), reference->model(), true);
+  check_close(run(piped, shared_comm_group())->model(), reference->model(), true);
   world.barrier()->wait();
   if (world.rank() == 0) std::filesystem::remove_all(folder);
 }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <numbers>
+#include <string>
 
 namespace sonata::testing {
 
@@ -60,6 +62,23 @@ void write_pcm16_wav(const std::string& path, const std::vector<float>& samples,
   for (const float x : samples)
     pcm.push_back(int16_t(std::lround(std::clamp(x, -1.0f, 32767.0f / 32768.0f) * 32768.0f)));
   write_bytes(path, pcm16_wav(pcm, 1, rate));
+}
+
+std::string write_tone_tracks(const std::string& folder, int tracks) {
+  constexpr int kRate = 16000;
+  const std::string manifest_path = folder + "/train.tsv";
+  std::ofstream manifest(manifest_path);
+  for (int track = 0; track < tracks; ++track) {
+    std::vector<float> tone(static_cast<size_t>(kRate));
+    for (int i = 0; i < kRate; ++i)
+      tone[size_t(i)] =
+          0.3f *
+          float(std::sin(2 * std::numbers::pi * (300.0 + 400.0 * track) * double(i) / kRate));
+    const std::string path = folder + "/t" + std::to_string(track) + ".wav";
+    write_pcm16_wav(path, tone, kRate);
+    manifest << path << "\t" << (track % 2 ? "rock" : "jazz") << "\n";
+  }
+  return manifest_path;
 }
 
 }  // namespace sonata::testing

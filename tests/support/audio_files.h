@@ -32,4 +32,9 @@ std::vector<uint8_t> pcm16_wav(const std::vector<int16_t>& samples, int channels
 // Mono samples in [-1, 1] rounded to 16 bits, as a WAV file.
 void write_pcm16_wav(const std::string& path, const std::vector<float>& samples, int rate);
 
+// `tracks` one-second 16 kHz tones of 300 + 400 k Hz (k = 0, 1, ...) in `folder`, labelled
+// "jazz" (even k) and "rock" (odd k), and their classification manifest folder/train.tsv
+// (returned): a tiny genre set for the vgg19_bn trainer.
+std::string write_tone_tracks(const std::string& folder, int tracks);
+
 }  // namespace sonata::testing

@@ -123,21 +123,11 @@ TEST_CASE("trainer: --features-on step trains as --features-on load", "[trainer]
 
 TEST_CASE("trainer: --features-on step jitters images in the step as prepare() did", "[trainer]") {
   TemporaryFolder folder("trainer_jitter_on_step");
-  std::ofstream manifest(folder.file("train.tsv"));
-  for (int track = 0; track < 4; ++track) {
-    std::vector<float> tone(static_cast<size_t>(kLettersRate));
-    for (int i = 0; i < kLettersRate; ++i)
-      tone[size_t(i)] =
-          0.3f * float(std::sin(2 * std::numbers::pi * (300.0 + 400.0 * track) * i / kLettersRate));
-    const std::string path = folder.file("t" + std::to_string(track) + ".wav");
-    write_pcm16_wav(path, tone, kLettersRate);
-    manifest << path << "\t" << (track % 2 ? "rock" : "jazz") << "\n";
-  }
-  manifest.close();
+  const std::string manifest = write_tone_tracks(folder.path().string(), 4);
   TrainerOptions options;
   options.model = "vgg19_bn";
   options.model_config = {{"width", "0.0625"}, {"dropout", "0"}};
-  options.train_manifest = folder.file("train.tsv");
+  options.train_manifest = manifest;
   options.features.sample_rate = kLettersRate;
   options.slice_seconds = 1.0;
   options.image_height = 32;

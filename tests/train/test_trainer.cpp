@@ -507,21 +507,11 @@ TEST_CASE("trainer: --speed-perturb plays each item at 0.9, 1.0 or 1.1, repeatab
 
 TEST_CASE("trainer: --brightness and --contrast jitter training images per epoch", "[trainer]") {
   TemporaryFolder folder("trainer_jitter");
-  std::ofstream manifest(folder.file("train.tsv"));
-  for (int track = 0; track < 4; ++track) {
-    std::vector<float> tone(static_cast<size_t>(kRate));
-    for (int i = 0; i < kRate; ++i)
-      tone[size_t(i)] =
-          0.3f * float(std::sin(2 * std::numbers::pi * (300.0 + 400.0 * track) * i / kRate));
-    const std::string path = folder.file("t" + std::to_string(track) + ".wav");
-    write_pcm16_wav(path, tone, kRate);
-    manifest << path << "\t" << (track % 2 ? "rock" : "jazz") << "\n";
-  }
-  manifest.close();
+  const std::string manifest = write_tone_tracks(folder.path().string(), 4);
   TrainerOptions options;
   options.model = "vgg19_bn";
   options.model_config = {{"width", "0.0625"}};
-  options.train_manifest = folder.file("train.tsv");
+  options.train_manifest = manifest;
   options.features.sample_rate = kRate;
   options.slice_seconds = 1.0;
   options.image_height = 16;
