@@ -18,6 +18,7 @@
 #include "engine/random.h"
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
+#include "tests/train/trainer_test_util.h"
 #include "tools/trainer/class_task.h"
 #include "tools/trainer/speech_task.h"
 #include "tools/trainer/train_loop.h"
@@ -27,17 +28,6 @@ using namespace sonata::testing;
 using Catch::Contains;
 
 namespace {
-
-TrainerOptions parse(std::vector<std::string> arguments) {
-  TrainerOptions options;
-  CLI::App app;
-  add_trainer_options(app, options);
-  arguments.insert(arguments.begin(), "trainer");
-  std::vector<char*> argv;
-  for (std::string& argument : arguments) argv.push_back(argument.data());
-  app.parse(int(argv.size()), argv.data());
-  return options;
-}
 
 struct RunResult {
   std::vector<double> weights, losses;
@@ -73,14 +63,15 @@ void require_close(const std::vector<double>& a, const std::vector<double>& b, c
 }  // namespace
 
 TEST_CASE("trainer options: --features-on is load or step and step needs the audio", "[trainer]") {
-  CHECK(parse({"--train", "a.tsv"}).features_on == "load");
-  const TrainerOptions step = parse({"--train", "a.tsv", "--features-on", "step"});
+  CHECK(parse_command_line({"--train", "a.tsv"}).features_on == "load");
+  const TrainerOptions step = parse_command_line({"--train", "a.tsv", "--features-on", "step"});
   CHECK(step.features_on == "step");
   step.check();
-  CHECK_THROWS_WITH(parse({"--train", "a.tsv", "--features-on", "gpu"}).check(),
+  CHECK_THROWS_WITH(parse_command_line({"--train", "a.tsv", "--features-on", "gpu"}).check(),
                     Contains("--features-on must be load or step, got 'gpu'"));
   CHECK_THROWS_WITH(
-      parse({"--train", "a.tsv", "--features-on", "step", "--feature-cache", "c"}).check(),
+      parse_command_line({"--train", "a.tsv", "--features-on", "step", "--feature-cache", "c"})
+          .check(),
       Contains("--features-on step needs the audio"));
 }
 

@@ -25,6 +25,7 @@
 #include "engine/random.h"
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
+#include "tests/train/trainer_test_util.h"
 #include "tools/trainer/class_task.h"
 #include "tools/trainer/config_file.h"
 #include "tools/trainer/init_from.h"
@@ -67,17 +68,6 @@ std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   std::vector<nlohmann::json> records;
   for (std::string line; std::getline(in, line);) records.push_back(nlohmann::json::parse(line));
   return records;
-}
-
-TrainerOptions parse_command_line(std::vector<std::string> arguments) {
-  TrainerOptions options;
-  CLI::App app;
-  add_trainer_options(app, options);
-  arguments.insert(arguments.begin(), "trainer");
-  std::vector<char*> argv;
-  for (std::string& argument : arguments) argv.push_back(argument.data());
-  app.parse(int(argv.size()), argv.data());
-  return options;
 }
 
 }  // namespace
