@@ -66,3 +66,44 @@ TEST_CASE("sigmoid_f32 and tanh_f32 are within a few ulp of libm, odd and satura
   CHECK(std::isnan(tanh_f32(std::numeric_limits<float>::quiet_NaN())));
   CHECK(std::isnan(sigmoid_f32(std::numeric_limits<float>::quiet_NaN())));
 }
+
+TEST_CASE("exp_f64 and log_f64 are within 2 ulp of long-double libm, with IEEE ends",
+          "[fast_math]") {
+  const double ulp = std::numeric_limits<double>::epsilon();
+  double worst_exp = 0, worst_log = 0;
+  for (double x = -708.0; x <= 709.0; x += 0.0137) {
+    const long double want = std::exp(static_cast<long double>(x));
+    worst_exp = std::max(worst_exp, double(std::fabs((exp_f64(x) - want) / want)));
+  }
+  // log over many binades (its argument split) and densely around 1 (cancellation).
+  for (double x = 1e-300; x < 1e300; x *= 1.37) {
+    const long double want = std::log(static_cast<long double>(x));
+    worst_log = std::max(worst_log, double(std::fabs((log_f64(x) - want) / want)));
+  }
+  double worst_near_one = 0;
+  for (double x = 0.5; x <= 3.0; x += 1.0 / 4096) {
+    if (x == 1.0) continue;
+    const long double want = std::log(static_cast<long double>(x));
+    worst_near_one = std::max(worst_near_one, double(std::fabs((log_f64(x) - want) / want)));
+  }
+  INFO("exp " << worst_exp / ulp << " ulp, log " << worst_log / ulp << " ulp, log near 1 "
+              << worst_near_one / ulp << " ulp");
+  CHECK(worst_exp <= 2 * ulp);
+  CHECK(worst_log <= 2 * ulp);
+  CHECK(worst_near_one <= 2 * ulp);
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(exp_f64(0.0) == 1.0);
+  CHECK(exp_f64(-inf) == 0.0);
+  CHECK(exp_f64(-800.0) == 0.0);
+  CHECK(exp_f64(inf) == inf);
+  CHECK(exp_f64(710.0) == inf);
+  CHECK(std::isfinite(exp_f64(709.7)));
+  CHECK(std::isnan(exp_f64(std::numeric_limits<double>::quiet_NaN())));
+  CHECK(log_f64(1.0) == 0.0);
+  CHECK(log_f64(0.0) == -inf);
+  CHECK(log_f64(inf) == inf);
+  CHECK(std::isnan(log_f64(-1.0)));
+  CHECK(std::isnan(log_f64(std::numeric_limits<double>::quiet_NaN())));
+  // A denormal argument: log(2^-1070) = -1070 ln 2.
+  CHECK(log_f64(std::ldexp(1.0, -1070)) == Approx(-1070 * std::log(2.0)).epsilon(1e-15));
+}
