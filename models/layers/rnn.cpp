@@ -5,8 +5,7 @@
 
 #include "base/error.h"
 #include "engine/ops.h"
-#include "engine/ops/lstm_sequence.h"
-#include "engine/ops/rnn_cell.h"
+#include "engine/ops/rnn_sequence.h"
 #include "models/layers/init.h"
 
 namespace sonata {
@@ -133,10 +132,9 @@ RecurrentBase::DirectionResult RecurrentBase::run_direction(const DirectionWeigh
                                                             Tensor c) const {
   const int64_t steps = x.size(0), batch = x.size(1), hidden = options_.hidden_size;
   if (steps == 0 || batch == 0) return {zeros({steps, batch, hidden}, x.options()), h, c};
-  // Every step's input projection in one GEMM, cut into per-step views by one split node
-  // (whose backward is one cat, not T zero-filled copies).
+  // Every step's input projection in one GEMM.
   const Tensor rows = x.reshape({steps * batch, x.size(2)});
-  const Tensor weight_ih_t = w.weight_ih.t(), weight_hh_t = w.weight_hh.t();
+  const Tensor weight_ih_t = w.weight_ih.t();
   // The LSTM's cell only ever adds the two biases, so both go into the one input GEMM and
   // the per-step GEMM needs neither a bias broadcast nor, in backward, a bias reduction. The
   // GRU's b_hn sits inside r * (W_hn h + b_hn) and must stay in the step.
@@ -144,23 +142,14 @@ RecurrentBase::DirectionResult RecurrentBase::run_direction(const DirectionWeigh
   const Tensor input_bias = fold_bias_hh ? add(w.bias_ih, w.bias_hh) : w.bias_ih;
   const Tensor projected =
       input_bias.defined() ? addmm(input_bias, rows, weight_ih_t) : matmul(rows, weight_ih_t);
+  // Every step of the direction as one node: see engine/ops/rnn_sequence.h.
+  const Tensor gates_x = projected.view({steps, batch, projected.size(1)});
   if (has_cell_state_) {
-    // The LSTM's steps as one node: see engine/ops/lstm_sequence.h.
-    const LstmSequence run = lstm_sequence(projected.view({steps, batch, projected.size(1)}),
-                                           w.weight_hh, h, c, lengths, reverse);
+    const LstmSequence run = lstm_sequence(gates_x, w.weight_hh, h, c, lengths, reverse);
     return {run.output, run.h, run.c};
   }
-  const std::vector<Tensor> gates_x = split(projected, batch, 0);
-
-  std::vector<Tensor> outputs(static_cast<size_t>(steps));
-  for (int64_t s = 0; s < steps; ++s) {
-    const int64_t t = reverse ? steps - 1 - s : s;
-    const Tensor gates_h =
-        w.bias_hh.defined() ? addmm(w.bias_hh, h, weight_hh_t) : matmul(h, weight_hh_t);
-    h = gru_cell(gates_x[size_t(t)], gates_h, h, lengths, t);
-    outputs[size_t(t)] = h;
-  }
-  return {cat(outputs, 0).view({steps, batch, hidden}), h, c};
+  const GruSequence run = gru_sequence(gates_x, w.weight_hh, w.bias_hh, h, lengths, reverse);
+  return {run.output, run.h, c};
 }
 
 }  // namespace sonata

@@ -7,8 +7,8 @@
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
-#include "engine/ops/lstm_sequence.h"
 #include "engine/ops/rnn_cell.h"
+#include "engine/ops/rnn_sequence.h"
 #include "models/layers/rnn.h"
 #include "tests/cuda/parity_util.h"
 
@@ -43,7 +43,7 @@ TEST_CASE("cuda lstm_cell matches the CPU", "[cuda][rnn_cell][lstm]") {
       inputs);
 }
 
-TEST_CASE("cuda lstm_sequence matches the CPU in both directions", "[cuda][lstm_sequence]") {
+TEST_CASE("cuda lstm_sequence matches the CPU in both directions", "[cuda][rnn_sequence]") {
   constexpr int64_t kSteps = 7;  // kLengths' longest
   const std::vector<Tensor> inputs{parity_input({kSteps, kBatch, 4 * kHidden}, 31, -2, 2),
                                    parity_input({4 * kHidden, kHidden}, 32, -0.3, 0.3),
@@ -55,6 +55,22 @@ TEST_CASE("cuda lstm_sequence matches the CPU in both directions", "[cuda][lstm_
           const LstmSequence run =
               lstm_sequence(in[0], in[1], in[2], in[3], lengths_on(in[0]), reverse);
           return cat({run.output.reshape({-1}), run.h.reshape({-1}), run.c.reshape({-1})}, 0);
+        },
+        inputs);
+}
+
+TEST_CASE("cuda gru_sequence matches the CPU in both directions", "[cuda][rnn_sequence]") {
+  constexpr int64_t kSteps = 7;  // kLengths' longest
+  const std::vector<Tensor> inputs{parity_input({kSteps, kBatch, 3 * kHidden}, 41, -2, 2),
+                                   parity_input({3 * kHidden, kHidden}, 42, -0.3, 0.3),
+                                   parity_input({3 * kHidden}, 43),
+                                   parity_input({kBatch, kHidden}, 44)};
+  for (const bool reverse : {false, true})
+    require_parity(
+        [reverse](const std::vector<Tensor>& in) {
+          const GruSequence run =
+              gru_sequence(in[0], in[1], in[2], in[3], lengths_on(in[0]), reverse);
+          return cat({run.output.reshape({-1}), run.h.reshape({-1})}, 0);
         },
         inputs);
 }

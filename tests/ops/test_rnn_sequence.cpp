@@ -1,13 +1,13 @@
-// lstm_sequence: a whole LSTM direction as one node, held to finite differences (float64)
-// and to the per-step composition it replaces (matmul + lstm_cell each step), forward and
-// backward, in both directions, with ragged lengths and initial states.
+// lstm_sequence and gru_sequence: a whole LSTM / GRU direction as one node, held to finite
+// differences (float64) and to the per-step composition it replaces (matmul + cell each
+// step), forward and backward, in both directions, with ragged lengths and initial states.
 #include <catch2/catch.hpp>
 
 #include <vector>
 
 #include "engine/ops.h"
-#include "engine/ops/lstm_sequence.h"
 #include "engine/ops/rnn_cell.h"
+#include "engine/ops/rnn_sequence.h"
 #include "engine/random.h"
 #include "tests/ops/op_test_util.h"
 #include "tests/support/grad_check.h"
@@ -48,7 +48,7 @@ std::vector<Tensor> leaves() {
 }  // namespace
 
 TEST_CASE("lstm_sequence gradients (float64): both directions, ragged, initial states",
-          "[lstm][lstm_sequence]") {
+          "[lstm][rnn_sequence]") {
   const std::vector<Tensor> inputs = leaves();
   for (const bool reverse : {false, true})
     for (const bool ragged : {false, true}) {
@@ -74,7 +74,7 @@ TEST_CASE("lstm_sequence gradients (float64): both directions, ragged, initial s
 }
 
 TEST_CASE("lstm_sequence equals the per-step composition, values and gradients",
-          "[lstm][lstm_sequence]") {
+          "[lstm][rnn_sequence]") {
   for (const bool reverse : {false, true}) {
     INFO("reverse " << reverse);
     const Tensor lengths = i64_tensor({3, kSteps, 1}, {kBatch});
@@ -99,7 +99,7 @@ TEST_CASE("lstm_sequence equals the per-step composition, values and gradients",
   }
 }
 
-TEST_CASE("lstm_sequence rejects mismatched shapes naming them", "[lstm_sequence]") {
+TEST_CASE("lstm_sequence rejects mismatched shapes naming them", "[rnn_sequence]") {
   const std::vector<Tensor> x = leaves();
   CHECK_THROWS_WITH(lstm_sequence(x[0], x[1].slice(0, 0, 8), x[2], x[3]),
                     Catch::Contains("weight_hh must be [16, 4]"));
@@ -107,4 +107,76 @@ TEST_CASE("lstm_sequence rejects mismatched shapes naming them", "[lstm_sequence
                     Catch::Contains("gates_x must be [T, 3, 16]"));
   CHECK_THROWS_WITH(lstm_sequence(x[0], x[1], x[2], x[3], i64_tensor({1, 2}, {2})),
                     Catch::Contains("lengths must be i64 [3]"));
+}
+
+namespace {
+
+GruSequence gru_step_by_step(const Tensor& gates_x, const Tensor& weight_hh, const Tensor& bias_hh,
+                             Tensor h, const Tensor& lengths, bool reverse) {
+  std::vector<Tensor> outputs(static_cast<size_t>(kSteps));
+  for (int64_t s = 0; s < kSteps; ++s) {
+    const int64_t t = reverse ? kSteps - 1 - s : s;
+    const Tensor gates_h =
+        bias_hh.defined() ? addmm(bias_hh, h, weight_hh.t()) : matmul(h, weight_hh.t());
+    h = gru_cell(gates_x.select(0, t), gates_h, h, lengths, t);
+    outputs[size_t(t)] = h;
+  }
+  return {stack(outputs, 0), h};
+}
+
+std::vector<Tensor> gru_leaves() {
+  return {grad_input({kSteps, kBatch, 3 * kHidden}, 5, -1.5, 1.5),
+          grad_input({3 * kHidden, kHidden}, 6, -0.6, 0.6), grad_input({3 * kHidden}, 7),
+          grad_input({kBatch, kHidden}, 8)};
+}
+
+}  // namespace
+
+TEST_CASE("gru_sequence gradients (float64): both directions, ragged, with and without b_hh",
+          "[gru][rnn_sequence]") {
+  const std::vector<Tensor> inputs = gru_leaves();
+  for (const bool reverse : {false, true})
+    for (const bool ragged : {false, true})
+      for (const bool bias : {true, false}) {
+        INFO("reverse " << reverse << " ragged " << ragged << " bias " << bias);
+        const Tensor lengths = ragged ? i64_tensor({kSteps, 2, 0}, {kBatch}) : Tensor();
+        const GradCheckResult result = check_gradients(
+            [&](const std::vector<Tensor>& x) {
+              const GruSequence run =
+                  gru_sequence(x[0], x[1], bias ? x[2] : Tensor(), x[3], lengths, reverse);
+              return cat({run.output.reshape({-1}), run.h.reshape({-1})}, 0);
+            },
+            inputs);
+        INFO(result.report);
+        CHECK(result.ok);
+      }
+}
+
+TEST_CASE("gru_sequence equals the per-step composition, values and gradients",
+          "[gru][rnn_sequence]") {
+  for (const bool reverse : {false, true}) {
+    INFO("reverse " << reverse);
+    const Tensor lengths = i64_tensor({3, kSteps, 1}, {kBatch});
+    const Tensor upstream =
+        randn({kSteps * kBatch * kHidden + kBatch * kHidden}, TensorOptions{}.with(DType::f64));
+    std::vector<std::vector<double>> results[2];
+    for (int fused = 0; fused < 2; ++fused) {
+      const std::vector<Tensor> x = gru_leaves();
+      const GruSequence run = fused ? gru_sequence(x[0], x[1], x[2], x[3], lengths, reverse)
+                                    : gru_step_by_step(x[0], x[1], x[2], x[3], lengths, reverse);
+      const Tensor out = cat({run.output.reshape({-1}), run.h.reshape({-1})}, 0);
+      sum(mul(out, upstream)).backward();
+      results[fused].push_back(out.to_vector<double>());
+      for (const Tensor& leaf : x) results[fused].push_back(leaf.grad().to_vector<double>());
+    }
+    for (size_t k = 0; k < results[0].size(); ++k) {
+      INFO("result " << k << " (0: outputs, then the gradients of the four inputs)");
+      REQUIRE(results[0][k].size() == results[1][k].size());
+      for (size_t e = 0; e < results[0][k].size(); ++e)
+        CHECK(results[1][k][e] == Approx(results[0][k][e]).epsilon(1e-12).margin(1e-14));
+    }
+  }
+  const std::vector<Tensor> x = gru_leaves();
+  CHECK_THROWS_WITH(gru_sequence(x[0], x[1], x[2].slice(0, 0, 4), x[3]),
+                    Catch::Contains("bias_hh must be [12]"));
 }
