@@ -89,6 +89,20 @@ void check_floating(std::string_view op, const Tensor& t) {
     throw Error(str(op, ": expected a floating-point tensor, got ", dtype_name(t.dtype())));
 }
 
+void check_step_lengths(std::string_view op, const Tensor& lengths, int64_t batch,
+                        const Tensor& like) {
+  if (!lengths.defined()) return;
+  SONATA_CHECK(lengths.dtype() == DType::i64 && lengths.shape() == Shape{batch}, op,
+               ": lengths must be i64 [", batch, "], got ", dtype_name(lengths.dtype()), " ",
+               shape_str(lengths.shape()));
+  SONATA_CHECK(lengths.device() == like.device(), op, ": lengths are on ", lengths.device().str(),
+               ", the gates on ", like.device().str());
+}
+
+const int64_t* step_lengths_data(const Tensor& lengths) {
+  return lengths.defined() ? lengths.data<int64_t>() : nullptr;
+}
+
 std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t ndim,
                                     std::string_view op) {
   std::vector<int64_t> out;

@@ -23,6 +23,11 @@ AxisSplit split_axis(const Shape& shape, int64_t dim);
 
 void check_same_device(std::string_view op, const std::vector<Tensor>& tensors);
 void check_floating(std::string_view op, const Tensor& t);
+// Recurrent ops' per-sample lengths: undefined, or i64 [batch] on `like`'s device.
+void check_step_lengths(std::string_view op, const Tensor& lengths, int64_t batch,
+                        const Tensor& like);
+// The lengths' data for a kernel, null when undefined (every sample active).
+const int64_t* step_lengths_data(const Tensor& lengths);
 // Empty `dims` means all; negative dims wrap; duplicates are an error. Sorted.
 std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t ndim,
                                     std::string_view op);

@@ -39,18 +39,8 @@ int64_t check_cell_inputs(std::string_view op, int64_t gates, const Tensor& gate
     SONATA_CHECK(t.dtype() == gates_x.dtype(), op, ": mixed dtypes ", dtype_name(t.dtype()),
                  " and ", dtype_name(gates_x.dtype()));
   check_same_device(op, all);
-  if (lengths.defined()) {
-    SONATA_CHECK(lengths.dtype() == DType::i64 && lengths.shape() == Shape{batch}, op,
-                 ": lengths must be i64 [", batch, "], got ", dtype_name(lengths.dtype()), " ",
-                 shape_str(lengths.shape()));
-    SONATA_CHECK(lengths.device() == gates_x.device(), op, ": lengths are on ",
-                 lengths.device().str(), ", the gates on ", gates_x.device().str());
-  }
+  check_step_lengths(op, lengths, batch, gates_x);
   return hidden;
-}
-
-const int64_t* lengths_ptr(const Tensor& lengths) {
-  return lengths.defined() ? lengths.data<int64_t>() : nullptr;
 }
 
 const void* data_or_null(const Tensor& t) {
@@ -70,7 +60,7 @@ LstmState lstm_cell(const Tensor& gates_x, const Tensor& gates_h, const Tensor& 
   LstmState out{empty_like(hp), empty_like(cp)};
   if (batch * hidden > 0)
     SONATA_BACKEND(gx.device(), lstm_cell_forward, gx.dtype(), batch, hidden, gx.data_ptr(),
-                   gh.data_ptr(), hp.data_ptr(), cp.data_ptr(), lengths_ptr(len), step,
+                   gh.data_ptr(), hp.data_ptr(), cp.data_ptr(), step_lengths_data(len), step,
                    out.h.data_ptr(), out.c.data_ptr());
   record("lstm_cell", {gates_x, gates_h, h_prev, c_prev}, {&out.h, &out.c},
          [=](const std::vector<Tensor>& grads) {
@@ -82,8 +72,8 @@ LstmState lstm_cell(const Tensor& gates_x, const Tensor& gates_h, const Tensor& 
            Tensor dh_prev = len.defined() ? empty_like(hp) : Tensor();
            if (batch * hidden > 0)
              SONATA_BACKEND(gx.device(), lstm_cell_backward, gx.dtype(), batch, hidden,
-                            gx.data_ptr(), gh.data_ptr(), cp.data_ptr(), lengths_ptr(len), step,
-                            data_or_null(dh), data_or_null(dc), dgates.data_ptr(),
+                            gx.data_ptr(), gh.data_ptr(), cp.data_ptr(), step_lengths_data(len),
+                            step, data_or_null(dh), data_or_null(dc), dgates.data_ptr(),
                             dh_prev.defined() ? dh_prev.data_ptr() : nullptr, dc_prev.data_ptr());
            return std::vector<Tensor>{dgates, dgates, dh_prev, dc_prev};
          });
@@ -100,14 +90,14 @@ Tensor gru_cell(const Tensor& gates_x, const Tensor& gates_h, const Tensor& h_pr
   Tensor h = empty_like(hp);
   if (batch * hidden > 0)
     SONATA_BACKEND(gx.device(), gru_cell_forward, gx.dtype(), batch, hidden, gx.data_ptr(),
-                   gh.data_ptr(), hp.data_ptr(), lengths_ptr(len), step, h.data_ptr());
+                   gh.data_ptr(), hp.data_ptr(), step_lengths_data(len), step, h.data_ptr());
   record("gru_cell", {gates_x, gates_h, h_prev}, {&h}, [=](const std::vector<Tensor>& grads) {
     if (!grads[0].defined()) return std::vector<Tensor>(3);
     const Tensor dh = grads[0].contiguous();
     Tensor dgx = empty_like(gx), dgh = empty_like(gh), dh_prev = empty_like(hp);
     if (batch * hidden > 0)
       SONATA_BACKEND(gx.device(), gru_cell_backward, gx.dtype(), batch, hidden, gx.data_ptr(),
-                     gh.data_ptr(), hp.data_ptr(), lengths_ptr(len), step, dh.data_ptr(),
+                     gh.data_ptr(), hp.data_ptr(), step_lengths_data(len), step, dh.data_ptr(),
                      dgx.data_ptr(), dgh.data_ptr(), dh_prev.data_ptr());
     return std::vector<Tensor>{dgx, dgh, dh_prev};
   });

@@ -16,10 +16,6 @@
 namespace sonata {
 namespace {
 
-const int64_t* lengths_ptr(const Tensor& lengths) {
-  return lengths.defined() ? lengths.data<int64_t>() : nullptr;
-}
-
 // `op` over gates_x [T, N, gates * H], weight_hh [gates * H, H] and the [N, H] states
 // (`extra` holds further tensors of the same dtype and device: bias_hh).
 void check_inputs(const char* op, int64_t gates, const Tensor& gates_x, const Tensor& weight_hh,
@@ -45,13 +41,7 @@ void check_inputs(const char* op, int64_t gates, const Tensor& gates_x, const Te
     SONATA_CHECK(t.dtype() == gates_x.dtype(), op, ": mixed dtypes ", dtype_name(t.dtype()),
                  " and ", dtype_name(gates_x.dtype()));
   check_same_device(op, all);
-  if (lengths.defined()) {
-    SONATA_CHECK(lengths.dtype() == DType::i64 && lengths.shape() == Shape{batch}, op,
-                 ": lengths must be i64 [", batch, "], got ", dtype_name(lengths.dtype()), " ",
-                 shape_str(lengths.shape()));
-    SONATA_CHECK(lengths.device() == gates_x.device(), op, ": lengths are on ",
-                 lengths.device().str(), ", the gates on ", gates_x.device().str());
-  }
+  check_step_lengths(op, lengths, batch, gates_x);
 }
 
 }  // namespace
@@ -81,7 +71,7 @@ LstmSequence lstm_sequence(const Tensor& gates_x, const Tensor& weight_hh, const
       Tensor h_next = empty_like(h), c_next = empty_like(c);
       if (batch * hidden > 0)
         SONATA_BACKEND(device, lstm_cell_forward, dtype, batch, hidden, gx.select(0, t).data_ptr(),
-                       gh.data_ptr(), h.data_ptr(), c.data_ptr(), lengths_ptr(len), t,
+                       gh.data_ptr(), h.data_ptr(), c.data_ptr(), step_lengths_data(len), t,
                        h_next.data_ptr(), c_next.data_ptr());
       gates_h[size_t(t)] = gh;
       h_prev[size_t(t)] = h;
@@ -118,8 +108,8 @@ LstmSequence lstm_sequence(const Tensor& gates_x, const Tensor& weight_hh, const
              if (batch * hidden > 0)
                SONATA_BACKEND(device, lstm_cell_backward, dtype, batch, hidden,
                               gx.select(0, t).data_ptr(), gates_h[size_t(t)].data_ptr(),
-                              c_prev[size_t(t)].data_ptr(), lengths_ptr(len), t, dh.data_ptr(),
-                              dc_carry.data_ptr(), dgates_t.data_ptr(),
+                              c_prev[size_t(t)].data_ptr(), step_lengths_data(len), t,
+                              dh.data_ptr(), dc_carry.data_ptr(), dgates_t.data_ptr(),
                               dh_cell.defined() ? dh_cell.data_ptr() : nullptr, dc_prev.data_ptr());
              const Tensor recurrent = matmul(dgates_t, w);  // [N, 4H] x [4H, H]
              dh_carry = dh_cell.defined() ? add(dh_cell, recurrent) : recurrent;
@@ -163,7 +153,7 @@ GruSequence gru_sequence(const Tensor& gates_x, const Tensor& weight_hh, const T
       Tensor h_next = empty_like(h);
       if (batch * hidden > 0)
         SONATA_BACKEND(device, gru_cell_forward, dtype, batch, hidden, gx.select(0, t).data_ptr(),
-                       gh.data_ptr(), h.data_ptr(), lengths_ptr(len), t, h_next.data_ptr());
+                       gh.data_ptr(), h.data_ptr(), step_lengths_data(len), t, h_next.data_ptr());
       gates_h[size_t(t)] = gh;
       h_prev[size_t(t)] = h;
       outputs[size_t(t)] = h_next;
@@ -190,7 +180,7 @@ GruSequence gru_sequence(const Tensor& gates_x, const Tensor& weight_hh, const T
       if (batch * hidden > 0)
         SONATA_BACKEND(device, gru_cell_backward, dtype, batch, hidden, gx.select(0, t).data_ptr(),
                        gates_h[size_t(t)].data_ptr(), h_prev[size_t(t)].data_ptr(),
-                       lengths_ptr(len), t, dh.data_ptr(), d_gates_x.select(0, t).data_ptr(),
+                       step_lengths_data(len), t, dh.data_ptr(), d_gates_x.select(0, t).data_ptr(),
                        dgh_t.data_ptr(), dh_cell.data_ptr());
       dh_carry = add(dh_cell, matmul(dgh_t, w));  // [N, 3H] x [3H, H]
     }

@@ -3,6 +3,7 @@
 // step), forward and backward, in both directions, with ragged lengths and initial states.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <vector>
 
 #include "engine/ops.h"
@@ -37,6 +38,29 @@ LstmSequence step_by_step(const Tensor& gates_x, const Tensor& weight_hh, Tensor
 
 Tensor all_outputs(const LstmSequence& run) {
   return cat({run.output.reshape({-1}), run.h.reshape({-1}), run.c.reshape({-1})}, 0);
+}
+
+// Runs `fused` and `composed` each on fresh leaves, backpropagates one random upstream
+// through both, and checks the outputs and every leaf's gradient agree to rounding.
+using SequenceRun = std::function<Tensor(const std::vector<Tensor>&)>;
+void check_same_as_composition(const std::function<std::vector<Tensor>()>& make_leaves,
+                               const SequenceRun& fused, const SequenceRun& composed) {
+  std::vector<std::vector<double>> results[2];
+  Tensor upstream;
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<Tensor> x = make_leaves();
+    const Tensor out = k == 0 ? composed(x) : fused(x);
+    if (!upstream.defined()) upstream = randn({out.numel()}, TensorOptions{}.with(DType::f64));
+    sum(mul(out, upstream)).backward();
+    results[k].push_back(out.to_vector<double>());
+    for (const Tensor& leaf : x) results[k].push_back(leaf.grad().to_vector<double>());
+  }
+  for (size_t k = 0; k < results[0].size(); ++k) {
+    INFO("result " << k << " (0: outputs, then the gradients of the inputs)");
+    REQUIRE(results[0][k].size() == results[1][k].size());
+    for (size_t e = 0; e < results[0][k].size(); ++e)
+      CHECK(results[1][k][e] == Approx(results[0][k][e]).epsilon(1e-12).margin(1e-14));
+  }
 }
 
 std::vector<Tensor> leaves() {
@@ -75,27 +99,17 @@ TEST_CASE("lstm_sequence gradients (float64): both directions, ragged, initial s
 
 TEST_CASE("lstm_sequence equals the per-step composition, values and gradients",
           "[lstm][rnn_sequence]") {
+  const Tensor lengths = i64_tensor({3, kSteps, 1}, {kBatch});
   for (const bool reverse : {false, true}) {
     INFO("reverse " << reverse);
-    const Tensor lengths = i64_tensor({3, kSteps, 1}, {kBatch});
-    const Tensor upstream =
-        randn({kSteps * kBatch * kHidden + 2 * kBatch * kHidden}, TensorOptions{}.with(DType::f64));
-    std::vector<std::vector<double>> results[2];
-    for (int fused = 0; fused < 2; ++fused) {
-      const std::vector<Tensor> x = leaves();
-      const LstmSequence run = fused ? lstm_sequence(x[0], x[1], x[2], x[3], lengths, reverse)
-                                     : step_by_step(x[0], x[1], x[2], x[3], lengths, reverse);
-      const Tensor out = all_outputs(run);
-      sum(mul(out, upstream)).backward();
-      results[fused].push_back(out.to_vector<double>());
-      for (const Tensor& leaf : x) results[fused].push_back(leaf.grad().to_vector<double>());
-    }
-    for (size_t k = 0; k < results[0].size(); ++k) {
-      INFO("result " << k << " (0: outputs, then the gradients of the four inputs)");
-      REQUIRE(results[0][k].size() == results[1][k].size());
-      for (size_t e = 0; e < results[0][k].size(); ++e)
-        CHECK(results[1][k][e] == Approx(results[0][k][e]).epsilon(1e-12).margin(1e-14));
-    }
+    check_same_as_composition(
+        leaves,
+        [&](const std::vector<Tensor>& x) {
+          return all_outputs(lstm_sequence(x[0], x[1], x[2], x[3], lengths, reverse));
+        },
+        [&](const std::vector<Tensor>& x) {
+          return all_outputs(step_by_step(x[0], x[1], x[2], x[3], lengths, reverse));
+        });
   }
 }
 
@@ -154,27 +168,20 @@ TEST_CASE("gru_sequence gradients (float64): both directions, ragged, with and w
 
 TEST_CASE("gru_sequence equals the per-step composition, values and gradients",
           "[gru][rnn_sequence]") {
+  const Tensor lengths = i64_tensor({3, kSteps, 1}, {kBatch});
+  auto outputs = [](const GruSequence& run) {
+    return cat({run.output.reshape({-1}), run.h.reshape({-1})}, 0);
+  };
   for (const bool reverse : {false, true}) {
     INFO("reverse " << reverse);
-    const Tensor lengths = i64_tensor({3, kSteps, 1}, {kBatch});
-    const Tensor upstream =
-        randn({kSteps * kBatch * kHidden + kBatch * kHidden}, TensorOptions{}.with(DType::f64));
-    std::vector<std::vector<double>> results[2];
-    for (int fused = 0; fused < 2; ++fused) {
-      const std::vector<Tensor> x = gru_leaves();
-      const GruSequence run = fused ? gru_sequence(x[0], x[1], x[2], x[3], lengths, reverse)
-                                    : gru_step_by_step(x[0], x[1], x[2], x[3], lengths, reverse);
-      const Tensor out = cat({run.output.reshape({-1}), run.h.reshape({-1})}, 0);
-      sum(mul(out, upstream)).backward();
-      results[fused].push_back(out.to_vector<double>());
-      for (const Tensor& leaf : x) results[fused].push_back(leaf.grad().to_vector<double>());
-    }
-    for (size_t k = 0; k < results[0].size(); ++k) {
-      INFO("result " << k << " (0: outputs, then the gradients of the four inputs)");
-      REQUIRE(results[0][k].size() == results[1][k].size());
-      for (size_t e = 0; e < results[0][k].size(); ++e)
-        CHECK(results[1][k][e] == Approx(results[0][k][e]).epsilon(1e-12).margin(1e-14));
-    }
+    check_same_as_composition(
+        gru_leaves,
+        [&](const std::vector<Tensor>& x) {
+          return outputs(gru_sequence(x[0], x[1], x[2], x[3], lengths, reverse));
+        },
+        [&](const std::vector<Tensor>& x) {
+          return outputs(gru_step_by_step(x[0], x[1], x[2], x[3], lengths, reverse));
+        });
   }
   const std::vector<Tensor> x = gru_leaves();
   CHECK_THROWS_WITH(gru_sequence(x[0], x[1], x[2].slice(0, 0, 4), x[3]),

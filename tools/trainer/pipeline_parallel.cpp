@@ -138,8 +138,7 @@ void PipelineParallel::agree_found_inf(LossScaler& scaler) {
   flag.copy_(sum.to(flag.device()));
 }
 
-Tensor PipelineParallel::clip_global_norm(double max_norm) {
-  const std::vector<Tensor> params = parameters();
+Tensor PipelineParallel::clip_global_norm(const std::vector<Tensor>& params, double max_norm) {
   // Replicas hold equal gradients after the reducer: the stage group's sum is the total.
   Tensor squares = grad_squared_norm(params).reshape({1}).to(stage_group_->device());
   stage_group_->all_reduce(squares, ReduceOp::sum)->synchronize();

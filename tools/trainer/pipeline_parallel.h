@@ -47,10 +47,11 @@ class PipelineParallel {
   PipelineStepResult step(const std::vector<HostBatch>& batches, Device device);
 
   // Before the optimizer: the scaler's overflow flag summed over every rank (one skips, all
-  // skip), and the norm over every stage's gradients, clipped to `max_norm` when > 0.
-  // Returns the norm (0-dim f32 on the CPU).
+  // skip), and the norm over every stage's gradients (`params`: this stage's, as
+  // parameters() gave them), clipped to `max_norm` when > 0. Returns the norm (0-dim f32 on
+  // the CPU).
   void agree_found_inf(LossScaler& scaler);
-  Tensor clip_global_norm(double max_norm);
+  Tensor clip_global_norm(const std::vector<Tensor>& params, double max_norm);
 
   // Every rank's whole model set to replica 0's stages (a collective over the world).
   void sync_model();

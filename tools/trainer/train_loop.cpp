@@ -420,7 +420,7 @@ void Run::optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches)
   if (pipeline_) {
     // Each stage holds part of the gradients: the skip decision and the norm are global.
     pipeline_->agree_found_inf(*scaler_);
-    norm_ = pipeline_->clip_global_norm(o_.grad_clip);
+    norm_ = pipeline_->clip_global_norm(parameters_, o_.grad_clip);
   } else {
     norm_ = o_.grad_clip > 0 ? clip_grad_norm_(parameters_, o_.grad_clip) : grad_norm(parameters_);
   }
