@@ -29,4 +29,31 @@ Crop random_crop(std::span<const float> values, int64_t length, uint64_t seed, u
   return crop;
 }
 
+Tensor random_crop_batch(const Tensor& batch, const std::vector<int64_t>& sizes, int64_t length,
+                         uint64_t seed, const std::vector<uint64_t>& keys) {
+  SONATA_CHECK(batch.defined() && batch.dim() >= 2 && batch.dtype() == DType::f32,
+               "random_crop_batch: batch must be float32 [N, S, ...], got ",
+               batch.defined() ? shape_str(batch.shape()) : std::string("undefined"));
+  SONATA_CHECK(length > 0, "random_crop_batch: length must be positive, got ", length);
+  const int64_t items = batch.size(0), steps = batch.size(1);
+  SONATA_CHECK(int64_t(sizes.size()) == items && int64_t(keys.size()) == items,
+               "random_crop_batch: ", items, " items but ", sizes.size(), " sizes and ",
+               keys.size(), " keys");
+  Shape shape = batch.shape();
+  shape[1] = length;
+  Tensor out = zeros(shape, batch.options());
+  for (int64_t n = 0; n < items; ++n) {
+    const int64_t size = sizes[size_t(n)];
+    SONATA_CHECK(size >= 0 && size <= steps, "random_crop_batch: item ", n, " has ", size,
+                 " steps, outside [0, ", steps, "]");
+    const int64_t offset = random_crop_offset(size, length, seed, keys[size_t(n)]);
+    const int64_t taken = std::min(length, size - offset);
+    if (taken > 0)
+      out.select(0, n)
+          .slice(0, 0, taken)
+          .copy_(batch.select(0, n).slice(0, offset, offset + taken));
+  }
+  return out;
+}
+
 }  // namespace sonata

@@ -11,6 +11,7 @@
 
 #include "data/augment/augment_key.h"
 #include "data/augment/image_jitter.h"
+#include "data/augment/random_crop.h"
 #include "data/augment/spec_augment.h"
 #include "engine/tensor.h"
 #include "tests/support/cuda_parity.h"
@@ -89,4 +90,15 @@ TEST_CASE("CUDA image jitter batch equals the CPU's", "[cuda][augment]") {
     INFO(strided.report);
     CHECK(strided.ok);
   }
+}
+
+TEST_CASE("CUDA random crop batch equals the CPU's", "[cuda][augment]") {
+  const int64_t items = 6, samples = 4000, length = 1600;
+  const std::vector<int64_t> sizes{4000, 1600, 900, 0, 2500, 3999};
+  const Tensor waves = uniform({items, samples}, -1.0f, 1.0f, 11);
+  const std::vector<uint64_t> keys = keys_for(items, 4);
+  const Tensor cpu = random_crop_batch(waves, sizes, length, 5, keys);
+  const Tensor gpu = random_crop_batch(waves.to(Device::cuda()), sizes, length, 5, keys);
+  REQUIRE(gpu.device().is_cuda());
+  CHECK(gpu.to_vector<float>() == cpu.to_vector<float>());
 }

@@ -4,6 +4,8 @@
 // the scaler's hook (inv_scale, found_inf on the device); a resume on the device.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -196,5 +198,32 @@ TEST_CASE("cuda clip_grad_norm_ matches the CPU", "[cuda][optim]") {
       require_match(cuda[i].grad(), cpu[i].grad(), parity_tolerance(dtype), "clipped gradient");
     }
     CHECK(grad_norm(cuda).item() == Approx(5.0).epsilon(1e-2));
+  }
+}
+
+TEST_CASE("cuda grad_squared_norm and clip_grads_to_norm_ match the CPU", "[cuda][optim]") {
+  for (DType dtype : kParityDTypes) {
+    INFO("dtype " << dtype_name(dtype));
+    const std::vector<int64_t> sizes = odd_sizes();
+    std::vector<Tensor> cpu, cuda;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const Tensor g = parity_input({sizes[i]}, 950 + i, -2, 2, false).to(dtype);
+      cpu.push_back(zeros({sizes[i]}, TensorOptions{}.grad()));
+      cuda.push_back(zeros({sizes[i]}, TensorOptions{}.with(dtype).with(Device::cuda()).grad()));
+      Tensor(cpu.back()).set_grad(g.to(DType::f32));
+      Tensor(cuda.back()).set_grad(g.to(Device::cuda()));
+    }
+    const double cpu_squares = grad_squared_norm(cpu).item();
+    const double cuda_squares = grad_squared_norm(cuda).item();
+    CHECK(cuda_squares == Approx(cpu_squares).epsilon(1e-6));
+    // A total norm of twice this part's (as if another stage held as much again).
+    const double total = 2 * std::sqrt(cpu_squares);
+    clip_grads_to_norm_(cpu, total, 3.0);
+    clip_grads_to_norm_(cuda, total, 3.0);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      INFO("tensor " << i);
+      require_match(cuda[i].grad(), cpu[i].grad(), parity_tolerance(dtype), "clipped gradient");
+    }
+    CHECK(grad_norm(cuda).item() == Approx(1.5).epsilon(1e-2));
   }
 }

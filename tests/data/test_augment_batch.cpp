@@ -13,6 +13,7 @@
 
 #include "data/augment/augment_key.h"
 #include "data/augment/image_jitter.h"
+#include "data/augment/random_crop.h"
 #include "data/augment/spec_augment.h"
 #include "engine/tensor.h"
 
@@ -181,4 +182,36 @@ TEST_CASE("augmentation batches: settings off give the input, bad arguments are 
   bad.time_max_fraction = 0;
   CHECK_THROWS_WITH(spec_augment_batch(features, {3, 3}, bad, 1, {1, 2}),
                     Contains("time_max_fraction must be in (0, 1]"));
+}
+
+TEST_CASE("random crop on a batch equals random_crop item by item", "[augment]") {
+  // Frames [N, T, F] (step F) with ragged valid lengths, some shorter than the crop (padded).
+  const int64_t items = 5, steps = 40, bins = 3, length = 16;
+  const std::vector<int64_t> sizes{40, 16, 7, 0, 23};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> draw(-1, 1);
+  std::vector<float> values(size_t(items * steps * bins));
+  for (float& v : values) v = draw(rng);
+  const Tensor batch = from_vector(values, {items, steps, bins});
+  std::vector<uint64_t> keys;
+  for (int64_t n = 0; n < items; ++n) keys.push_back(augment_key(3, 10 + n));
+  const Tensor cropped = random_crop_batch(batch, sizes, length, 9, keys);
+  REQUIRE(cropped.shape() == Shape({items, length, bins}));
+  const std::vector<float> got = cropped.to_vector<float>();
+  bool moved = false;
+  for (int64_t n = 0; n < items; ++n) {
+    const std::span<const float> item(values.data() + n * steps * bins,
+                                      size_t(sizes[size_t(n)] * bins));
+    const Crop want = random_crop(item, length, 9, keys[size_t(n)], bins);
+    moved = moved || want.offset > 0;
+    for (int64_t k = 0; k < length * bins; ++k)
+      CHECK(got[size_t(n * length * bins + k)] == want.values[size_t(k)]);
+  }
+  CHECK(moved);  // the 40- and 23-step items are cropped somewhere past their start
+  CHECK_THROWS_WITH(random_crop_batch(batch, {40, 16}, length, 9, keys),
+                    Contains("5 items but 2 sizes"));
+  CHECK_THROWS_WITH(random_crop_batch(batch, {41, 16, 7, 0, 23}, length, 9, keys),
+                    Contains("item 0 has 41 steps"));
+  CHECK_THROWS_WITH(random_crop_batch(batch, sizes, 0, 9, keys),
+                    Contains("length must be positive"));
 }
