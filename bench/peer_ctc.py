@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer measurement for the CTC loss alone, in the JSON schema of ../shared/bench/peer_torch.py.
+"""Peer measurement for the CTC loss alone, in the JSON schema of bench/peer_torch.py.
 
 torch.nn.functional.ctc_loss forward + backward on log_softmax output, the same workload as
 `bench_models --work ctc`:

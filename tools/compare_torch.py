@@ -10,7 +10,7 @@ narrow model.
   /usr/bin/python3 tools/compare_torch.py --probe build/probe [--model vgg19_bn | ds2]
       [--batch 2] [--size 224] [--passes train,eval] [--precisions fp32,fp64] [--workdir DIR]
 
---model ds2 is the full DeepSpeech2-small of ../shared/bench/peer_torch.py (80 mels, two
+--model ds2 is the full DeepSpeech2-small of bench/peer_torch.py (80 mels, two
 convs with BatchNorm, 3-layer BiLSTM of 256, Linear(512, 29), 5.3M parameters; the probe's
 log_probs, output_lengths and CTC loss (mean, blank 0)) on a ragged batch of 4 utterances
 (400, 361, 300 and 257 frames, unsorted, zero-padded; targets of 20-40 labels with repeats).
@@ -109,7 +109,7 @@ class Vgg19Bn:
 
 
 class Ds2:
-    """../shared/bench/peer_torch.py's DeepSpeech2-small at full size, as
+    """bench/peer_torch.py's DeepSpeech2-small at full size, as
     tools/make_ds2_fixtures.py builds it for a ragged batch (pack_padded_sequence)."""
     config = dict(num_mels=80, num_classes=29, hidden=256, layers=3, rnn="lstm",
                   merge="concat", seq_batch_norm=False)

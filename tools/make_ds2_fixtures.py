@@ -2,7 +2,7 @@
 """Parity fixtures for sonata's DeepSpeech2 (models/ds2) from PyTorch (run with
 /usr/bin/python3), read by tests/models/test_ds2_parity.cpp:
 
-  ds2_small.state_dict.txt  names, shapes and dtypes of ../shared/bench/peer_torch.py's
+  ds2_small.state_dict.txt  names, shapes and dtypes of bench/peer_torch.py's
                             DS2-small (the class below is a verbatim copy of it)
   input.npy [B, 1, T, F] (padded frames are 0), input_lengths.npy, targets.npy (padded
   [B, S]), target_lengths.npy: one short ragged batch shared by every case
@@ -55,7 +55,7 @@ CASES = {
 
 
 class PeerDS2(nn.Module):
-    """../shared/bench/peer_torch.py's DS2-small, copied as written there."""
+    """bench/peer_torch.py's DS2-small, copied as written there."""
 
     def __init__(s):
         super().__init__()

@@ -1,6 +1,7 @@
 #pragma once
 // The parameters of the spectrogram / mel front end, with torchaudio's names and defaults
-// (torchaudio.transforms.MelSpectrogram 0.13, see ../shared/DESIGN.md "Mel"), except:
+// (torchaudio.transforms.MelSpectrogram 0.13; docs/ARCHITECTURE.md, "Reference behaviour"),
+// except:
 //   n_mels    80, DeepSpeech2's input width (torchaudio's default is 128);
 //   log       log(y + 1e-6) by default (torchaudio's transform stops at the mel power);
 //   normalize per-utterance mean/variance normalisation, off by default.

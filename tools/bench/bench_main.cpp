@@ -1,5 +1,5 @@
 // Training-step benchmark of the reference workloads, printing one JSON line in the schema of
-// ../shared/bench/peer_torch.py so the two can be compared side by side:
+// bench/peer_torch.py so the two can be compared side by side:
 //   bench_models --work vgg19_bn --device cpu [--batch 8] [--size 1x128x128] [--steps 5]
 //   bench_models --work ds2 --device cpu [--batch 8] [--size 400]
 //   bench_models --work mel --device cpu [--batch 16] [--size 160000]
