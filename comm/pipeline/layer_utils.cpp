@@ -52,9 +52,4 @@ PipeValue run_layers(const PipelineLayers& layers, LayerRange range, PipeValue v
   return value;
 }
 
-void set_layers_training(const PipelineLayers& layers, bool training) {
-  for (const PipelineLayer& layer : layers)
-    for (const auto& [prefix, module] : layer.modules) module->train(training);
-}
-
 }  // namespace sonata

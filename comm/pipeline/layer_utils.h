@@ -24,7 +24,4 @@ std::vector<double> layer_parameter_bytes(const PipelineLayers& layers);
 // The layers in `range` applied in order.
 PipeValue run_layers(const PipelineLayers& layers, LayerRange range, PipeValue value);
 
-// Train or eval mode for every module of the layers.
-void set_layers_training(const PipelineLayers& layers, bool training);
-
 }  // namespace sonata
