@@ -1,8 +1,9 @@
 // Cross entropy on the line walkers of lines.cuh: each position's `classes` scores form one
 // line (a warp or a block per row when inner == 1, 32 neighbouring positions per block
 // otherwise). The forward reads the line twice (max, then exp-sum with the weighted sum of
-// shifted scores for label smoothing) and keeps only log_sum_exp per position, so the
-// backward rebuilds the softmax from one more read instead of a saved [N, C] tensor.
+// shifted scores for label smoothing) and keeps only the max and the shifted log-sum per
+// position, so the backward rebuilds the softmax from one more read instead of a saved
+// [N, C] tensor.
 #include "kernels/cuda/cross_entropy.h"
 
 #include <cmath>
@@ -77,15 +78,18 @@ struct ForwardLine {
       weight_sum = allreduce(weight_sum, Add<A>{});
     }
     if (!valid || first != 0) return;  // one thread per line writes
+    // Kept apart (kernels/cpu/cross_entropy.h): peak + lse_shift would round away the low
+    // digits of a large peak, and the backward's p with them.
     const A lse_shift = normalize ? log(exp_sum) : A(0);
-    log_sum_exp[line] = peak + lse_shift;
+    log_sum_exp[2 * line] = peak;
+    log_sum_exp[2 * line + 1] = lse_shift;
     const int64_t t = target[line];
     A value = A(0), w_t = A(0);
     if (t != ignore_index && (t < 0 || t >= classes)) {
       value = w_t = std::numeric_limits<A>::quiet_NaN();
     } else if (t != ignore_index) {
       w_t = class_weight(weight, t);
-      value = (A(1) - smoothing) * -w_t * (A(load(z[t * stride])) - peak - lse_shift);
+      value = (A(1) - smoothing) * -w_t * ((A(load(z[t * stride])) - peak) - lse_shift);
       if (smoothing > A(0)) value += smoothing / A(classes) * -(weighted - lse_shift * weight_sum);
     }
     loss[line] = value;
@@ -130,11 +134,11 @@ struct BackwardLine {
     const A nan = std::numeric_limits<A>::quiet_NaN();
     const A g = in_range ? grad_loss[line] : nan;
     const A w_t = in_range ? class_weight(weight, t) : nan;
-    const A lse = log_sum_exp[line];
+    const A peak = log_sum_exp[2 * line], lse_shift = log_sum_exp[2 * line + 1];
     const A p_coefficient =
         normalize ? (A(1) - smoothing) * w_t + smooth_share * all_weights : A(0);
     for (int64_t c = first; c < classes; c += step) {
-      const A p = normalize ? exp(A(load(z[c * stride])) - lse) : A(0);
+      const A p = normalize ? exp((A(load(z[c * stride])) - peak) - lse_shift) : A(0);
       const A hit = c == t ? (A(1) - smoothing) * w_t : A(0);
       gz[c * stride] =
           store<T>(g * (p * p_coefficient - hit - smooth_share * class_weight(weight, c)));

@@ -51,9 +51,11 @@ struct SoftmaxLine {
     total = allreduce(total, Add<C>{});
     if (!valid) return;
     if (log) {
-      const C log_total = ::log(total) + peak;
+      // (x - peak) - log(total), never x - (peak + log(total)): in float, 1e4 + log(2)
+      // rounds to 10000.6934 and a row [1e4, 1e4] would give -0.69336 for -0.69315.
+      const C log_total = ::log(total);
       for (int64_t r = first; r < n; r += step)
-        y[r * stride] = store<T>(load(x[r * stride]) - log_total);
+        y[r * stride] = store<T>((load(x[r * stride]) - peak) - log_total);
     } else {
       for (int64_t r = first; r < n; r += step)
         y[r * stride] = store<T>(exp(load(x[r * stride]) - peak) / total);

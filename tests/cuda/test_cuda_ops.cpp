@@ -2,10 +2,12 @@
 // ops, in f32, f16 and bf16, forward and backward.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
 #include <string>
 
 #include "engine/ops.h"
+#include "tests/cuda/f64_parity.h"
 #include "tests/cuda/parity_util.h"
 
 using namespace sonata;
@@ -313,4 +315,32 @@ TEST_CASE("softmax and log_softmax match the CPU", "[cuda][softmax]") {
   huge.set_requires_grad(true);
   require_parity([](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, {huge});
   require_parity([](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, {huge});
+}
+
+TEST_CASE("log_softmax of equal huge values keeps the digits of log(2)", "[cuda][softmax]") {
+  // Rows of two equal scores: every log-probability is -log(2). In float, x - (1e4 + log(2))
+  // gives -0.69336, off by 3e-4 relative (the f32 tolerance is 1e-4), so the parity check
+  // against the CPU fails unless the max and log(sum) are subtracted one after the other.
+  const std::vector<float> values = {1e4f, 1e4f, -1e4f, -1e4f, 3e4f, 3e4f, 0.5f, 0.5f};
+  Tensor rows = from_vector(values, {4, 2});
+  rows.set_requires_grad(true);
+  require_parity([](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, {rows});
+  require_parity([](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, {rows});
+  // The column layout (inner > 1), and f64, where 1e10 + log(2) rounds in double too.
+  require_parity([](const std::vector<Tensor>& in) { return log_softmax(in[0].t(), 0); }, {rows});
+  Tensor huge = from_vector(std::vector<double>{1e10, 1e10, 1e4, 1e4}, {2, 2},
+                            TensorOptions{}.with(DType::f64));
+  huge.set_requires_grad(true);
+  for (int64_t dim : {0, 1}) {
+    INFO("dim " << dim);
+    require_f64_parity([&](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); },
+                       {huge});
+  }
+  // And by value, not only against the CPU.
+  for (DType dtype : {DType::f32, DType::f64}) {
+    INFO(dtype_name(dtype));
+    const Tensor x = rows.detach().to(dtype).to(Device::cuda());
+    for (double v : log_softmax(x, 1).to(Device::cpu()).to_vector<double>())
+      CHECK(v == Approx(-std::log(2.0)).epsilon(1e-7));
+  }
 }
