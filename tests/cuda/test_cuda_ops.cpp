@@ -344,3 +344,71 @@ TEST_CASE("log_softmax of equal huge values keeps the digits of log(2)", "[cuda]
       CHECK(v == Approx(-std::log(2.0)).epsilon(1e-7));
   }
 }
+
+TEST_CASE("reductions split across blocks match the CPU", "[cuda][reduce]") {
+  // Few long lines take the split path (kernels/common/line_split.h): a whole-tensor sum and
+  // rows of odd length (pieces of unequal size), and column sums of tall blocks (one and
+  // three 32-line tiles, 7 and 40 lines: a partial tile). Positive values for well-
+  // conditioned sums, small enough that every sum stays far inside f16's range (65504).
+  const Tensor row = parity_input({1, 300001}, 47, 0.05, 0.15);
+  const Tensor rows = parity_input({3, 100003}, 48, 0.05, 0.15);
+  const Tensor tall = parity_input({50001, 7}, 49, 0.05, 0.15);
+  const Tensor block = parity_input({2, 20011, 40}, 50, 0.05, 0.15);
+  struct Case {
+    Tensor x;
+    int64_t dim;
+  };
+  for (const Case& c : {Case{row, 1}, Case{rows, 1}, Case{tall, 0}, Case{block, 1}}) {
+    INFO(shape_str(c.x.shape()) << " dim " << c.dim);
+    const int64_t dim = c.dim;
+    require_parity([&](const std::vector<Tensor>& in) { return sum(in[0], {dim}); }, {c.x});
+    require_parity([&](const std::vector<Tensor>& in) { return amax(in[0], {dim}); }, {c.x});
+    require_parity([&](const std::vector<Tensor>& in) { return sonata::max(in[0], dim).first; },
+                   {c.x});
+    require_parity([&](const std::vector<Tensor>& in) { return sonata::max(in[0], dim).second; },
+                   {c.x}, false);
+    require_parity([&](const std::vector<Tensor>& in) { return mean(in[0], {dim}); }, {c.x});
+    require_f64_parity([&](const std::vector<Tensor>& in) { return sum(in[0], {dim}); }, {c.x});
+  }
+  // Whole-tensor reductions: one row of every element.
+  require_parity([](const std::vector<Tensor>& in) { return sum(in[0]); }, {tall});
+  require_parity([](const std::vector<Tensor>& in) { return mean(in[0]); }, {row});
+}
+
+TEST_CASE("split reductions give the same bits every run", "[cuda][reduce]") {
+  for (DType dtype : {DType::f32, DType::f16, DType::f64}) {
+    INFO(dtype_name(dtype));
+    const Tensor x = parity_input({1, 500009}, 51, -1, 1, false).to(dtype).to(Device::cuda());
+    const Tensor columns = parity_input({40000, 5}, 52, -1, 1, false).to(dtype).to(Device::cuda());
+    const std::vector<double> first = sum(x).to(Device::cpu()).to_vector<double>();
+    const std::vector<double> first_columns =
+        sum(columns, {0}).to(Device::cpu()).to_vector<double>();
+    for (int run = 0; run < 3; ++run) {
+      CHECK(sum(x).to(Device::cpu()).to_vector<double>() == first);
+      CHECK(sum(columns, {0}).to(Device::cpu()).to_vector<double>() == first_columns);
+    }
+  }
+}
+
+TEST_CASE("a split max finds the first maximum and NaN in any piece", "[cuda][reduce]") {
+  // One row of 200000 zeros (25 pieces of 8 K): ties far apart must give the first index,
+  // whichever piece holds it, and a NaN late in the row must win.
+  std::vector<float> values(200000, 0.0f);
+  values[150000] = 2.0f;
+  values[20000] = 2.0f;
+  values[199999] = 2.0f;
+  const Tensor ties = from_vector(values, {1, 200000}).to(Device::cuda());
+  const auto [value, index] = sonata::max(ties, 1);
+  CHECK(value.to(Device::cpu()).to_vector<double>()[0] == 2.0);
+  CHECK(index.to(Device::cpu()).to_vector<int64_t>()[0] == 20000);
+  values[180001] = std::nanf("");
+  const Tensor with_nan = from_vector(values, {1, 200000}).to(Device::cuda());
+  CHECK(std::isnan(amax(with_nan, {1}).to(Device::cpu()).to_vector<double>()[0]));
+  CHECK(sonata::max(with_nan, 1).second.to(Device::cpu()).to_vector<int64_t>()[0] == 180001);
+  // Columns: [100000, 3], the maximum of column 1 twice, in different pieces.
+  std::vector<float> grid(300000, 0.0f);
+  grid[size_t(90000 * 3 + 1)] = 5.0f;
+  grid[size_t(1000 * 3 + 1)] = 5.0f;
+  const auto column_max = sonata::max(from_vector(grid, {100000, 3}).to(Device::cuda()), 0);
+  CHECK(column_max.second.to(Device::cpu()).to_vector<int64_t>()[1] == 1000);
+}
