@@ -1,9 +1,9 @@
 // Cross entropy on the line walkers of lines.cuh: each position's `classes` scores form one
 // line (a warp or a block per row when inner == 1, 32 neighbouring positions per block
-// otherwise). The forward reads the line twice (max, then exp-sum with the weighted sum of
-// shifted scores for label smoothing) and keeps only the max and the shifted log-sum per
-// position, so the backward rebuilds the softmax from one more read instead of a saved
-// [N, C] tensor.
+// otherwise). The forward reads the line once for the max and exp-sum together
+// (online_softmax.cuh), once more only with label smoothing (the weighted sum of shifted
+// scores), and keeps only the max and the shifted log-sum per position, so the backward
+// rebuilds the softmax from one more read instead of a saved [N, C] tensor.
 #include "kernels/cuda/cross_entropy.h"
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "base/nvtx.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/lines.cuh"
+#include "kernels/cuda/online_softmax.cuh"
 
 namespace sonata::kernels::cuda {
 namespace {
@@ -19,11 +20,6 @@ namespace {
 template <typename A>
 struct Add {
   __device__ A operator()(A a, A b) const { return a + b; }
-};
-
-template <typename A>
-struct Peak {
-  __device__ A operator()(A a, A b) const { return fmax(a, b); }
 };
 
 template <typename A>
@@ -50,37 +46,34 @@ struct ForwardLine {
   __device__ void operator()(int64_t line, int64_t base, int64_t stride, int first, int step,
                              bool valid, AllReduce allreduce) const {
     const T* z = scores + base;
-    A peak = A(0);
+    // Max and sum of exponentials in one read (online_softmax.cuh).
+    MaxSum<A> stats{A(0), A(1)};  // nll_loss: log(1) = 0, no shift
     if (normalize) {
-      peak = -std::numeric_limits<A>::infinity();
+      stats = MaxSum<A>::empty();
       if (valid)
-        for (int64_t c = first; c < classes; c += step) peak = fmax(peak, A(load(z[c * stride])));
-      peak = allreduce(peak, Peak<A>{});
-      if (peak == -std::numeric_limits<A>::infinity()) peak = A(0);
+        for (int64_t c = first; c < classes; c += step) stats.add(A(load(z[c * stride])));
+      stats = allreduce(stats, MergeMaxSum<A>{});
     }
-    // Shifted by the peak: sum_c w_c * (z_c - lse) = weighted - (lse - peak) * weight_sum
-    // keeps the smoothing term free of cancellation between large scores and lse.
-    A exp_sum = A(0), weighted = A(0), weight_sum = A(0);
-    if (valid) {
-      for (int64_t c = first; c < classes; c += step) {
-        const A shifted = A(load(z[c * stride])) - peak;
-        if (normalize) exp_sum += exp(shifted);
-        if (smoothing > A(0)) {
+    const A peak = stats.max == -std::numeric_limits<A>::infinity() ? A(0) : stats.max;
+    // Label smoothing reads the line once more, shifted by the final peak:
+    // sum_c w_c * (z_c - lse) = weighted - (lse - peak) * weight_sum keeps the term free of
+    // cancellation between large scores and lse.
+    A weighted = A(0), weight_sum = A(0);
+    if (smoothing > A(0)) {
+      if (valid) {
+        for (int64_t c = first; c < classes; c += step) {
           const A w = class_weight(weight, c);
-          weighted += w * shifted;
+          weighted += w * (A(load(z[c * stride])) - peak);
           weight_sum += w;
         }
       }
-    }
-    if (normalize) exp_sum = allreduce(exp_sum, Add<A>{});
-    if (smoothing > A(0)) {
       weighted = allreduce(weighted, Add<A>{});
       weight_sum = allreduce(weight_sum, Add<A>{});
     }
     if (!valid || first != 0) return;  // one thread per line writes
     // Kept apart (kernels/cpu/cross_entropy.h): peak + lse_shift would round away the low
     // digits of a large peak, and the backward's p with them.
-    const A lse_shift = normalize ? log(exp_sum) : A(0);
+    const A lse_shift = log(stats.sum);
     log_sum_exp[2 * line] = peak;
     log_sum_exp[2 * line + 1] = lse_shift;
     const int64_t t = target[line];

@@ -1,6 +1,7 @@
 // Stable softmax / log_softmax over the middle axis of [outer, n, inner] and their backward
 // passes, on the line walkers of lines.cuh. Half types and f32 compute in float, f64 in
-// double; each line is read once per reduction and once more to write.
+// double. The forward reads each line twice (max and sum together, then to write), the
+// backward twice (the dot product, then to write).
 #include "kernels/cuda/softmax.h"
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include "base/nvtx.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/lines.cuh"
+#include "kernels/cuda/online_softmax.cuh"
 
 namespace sonata::kernels::cuda {
 namespace {
@@ -16,13 +18,6 @@ namespace {
 template <typename C>
 struct Add {
   __device__ C operator()(C a, C b) const { return a + b; }
-};
-
-// fmax skips NaN like the CPU's std::max scan; a NaN input still makes its line NaN
-// through the sum of exponentials.
-template <typename C>
-struct Peak {
-  __device__ C operator()(C a, C b) const { return fmax(a, b); }
 };
 
 template <typename T>
@@ -38,17 +33,15 @@ struct SoftmaxLine {
     using C = compute_t<T>;
     const T* x = in + base;
     T* y = out + base;
-    C peak = -std::numeric_limits<C>::infinity();
+    // Max and sum of exponentials in one read (online_softmax.cuh), then one more to write.
+    MaxSum<C> stats = MaxSum<C>::empty();
     if (valid)
-      for (int64_t r = first; r < n; r += step) peak = fmax(peak, load(x[r * stride]));
-    peak = allreduce(peak, Peak<C>{});
-    // A line of -inf would give exp(-inf - -inf) = NaN; shifting by 0 gives 0 / 0 = NaN
-    // too, but the same NaN path as the CPU reference.
-    if (peak == -std::numeric_limits<C>::infinity()) peak = C(0);
-    C total = C(0);
-    if (valid)
-      for (int64_t r = first; r < n; r += step) total += exp(load(x[r * stride]) - peak);
-    total = allreduce(total, Add<C>{});
+      for (int64_t r = first; r < n; r += step) stats.add(load(x[r * stride]));
+    stats = allreduce(stats, MergeMaxSum<C>{});
+    // A line of -inf has sum 0: shifting by 0 then gives 0 / 0 = NaN, the CPU reference's
+    // NaN path.
+    const C peak = stats.max == -std::numeric_limits<C>::infinity() ? C(0) : stats.max;
+    const C total = stats.sum;
     if (!valid) return;
     if (log) {
       // (x - peak) - log(total), never x - (peak + log(total)): in float, 1e4 + log(2)

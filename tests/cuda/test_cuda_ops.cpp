@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "engine/ops.h"
+#include "engine/ops/loss.h"
 #include "tests/cuda/f64_parity.h"
 #include "tests/cuda/parity_util.h"
 
@@ -411,4 +413,35 @@ TEST_CASE("a split max finds the first maximum and NaN in any piece", "[cuda][re
   grid[size_t(1000 * 3 + 1)] = 5.0f;
   const auto column_max = sonata::max(from_vector(grid, {100000, 3}).to(Device::cuda()), 0);
   CHECK(column_max.second.to(Device::cpu()).to_vector<int64_t>()[1] == 1000);
+}
+
+TEST_CASE("one-pass softmax statistics keep the special values and rescales",
+          "[cuda][softmax][cross_entropy]") {
+  // Rows that make the online max / exp-sum rescale at every element (rising), never
+  // (falling), and the special values of the two-pass form: NaN, +inf, all -inf, -inf beside
+  // finite values. As rows (warp per row), one long row (block), and columns.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const Tensor specials = from_vector(
+      std::vector<float>{-inf, -inf, -inf, 1, nan, 2, 1, inf, 2, -inf, 0, -inf}, {4, 3});
+  for (int64_t dim : {0, 1}) {
+    INFO("dim " << dim);
+    require_parity([&](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, {specials},
+                   false);
+    require_parity([&](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); },
+                   {specials}, false);
+  }
+  for (int64_t n : {int64_t(37), int64_t(3001)}) {
+    INFO("length " << n);
+    const Tensor rising = mul(arange(0, double(n), 1).to(DType::f32), 0.01).unsqueeze(0);
+    const Tensor falling = mul(rising, -1.0);
+    Tensor both = cat({rising, falling, parity_input({1, n}, 105, -3, 3, false)}, 0).detach();
+    both.set_requires_grad(true);
+    require_parity([](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, {both});
+    require_parity([](const std::vector<Tensor>& in) { return log_softmax(in[0].t(), 0); }, {both});
+    require_parity(
+        [](const std::vector<Tensor>& in) {
+          return cross_entropy(in[0], index_input({0, 1, 2}, {3}), Tensor(), {Reduction::none});
+        },
+        {both});
+  }
 }
