@@ -23,6 +23,7 @@
 //   along its line);  Acc combine(a, b)  (commutative);  void write(line, acc)
 // as const __device__ members.
 #include <cstdint>
+#include <initializer_list>
 
 #include "kernels/common/line_split.h"
 #include "kernels/cuda/launch.cuh"
@@ -117,6 +118,65 @@ void launch_lines(int64_t outer, int64_t n, int64_t inner, cudaStream_t stream, 
   } else {
     const dim3 block(kWarpSize, kColumnLanes);
     columns_kernel<<<blocks_for(lines, kWarpSize), block, 0, stream>>>(lines, n, inner, op);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// 16-byte packs along contiguous rows, for line operations that opt in.
+
+// Rows (inner == 1) can be walked in packs when each starts on a 16-byte boundary: n a
+// multiple of the pack and every pointer aligned (a view at an odd offset falls back).
+template <typename T>
+bool rows_fit_packs(int64_t n, int64_t inner, std::initializer_list<const void*> pointers) {
+  constexpr int kWidth = kPackWidth<T>;
+  if (inner != 1 || n % kWidth != 0) return false;
+  for (const void* p : pointers)
+    if (!is_aligned(p, sizeof(T) * kWidth)) return false;
+  return true;
+}
+
+// visit(a[r], b[r]) (values in the compute type) over this thread's share of a line: packs
+// first, first + step, ... of the row when `packed`, else elements first, first + step, ...
+// at `stride`. `b` may be null (then visit gets 0 for it) when only `a` is read.
+template <typename T, typename Visit>
+__device__ __forceinline__ void for_line_values(const T* a, const T* b, int64_t n, int64_t stride,
+                                                int first, int step, bool packed, Visit&& visit) {
+  using C = compute_t<T>;
+  constexpr int kWidth = kPackWidth<T>;
+  if (packed) {
+    for (int64_t q = first; q < n / kWidth; q += step) {
+      const Pack<T, kWidth> pa = load_pack<kWidth>(a, q);
+      Pack<T, kWidth> pb{};
+      if (b) pb = load_pack<kWidth>(b, q);
+#pragma unroll
+      for (int k = 0; k < kWidth; ++k) visit(load(pa.v[k]), b ? load(pb.v[k]) : C(0));
+    }
+  } else {
+    for (int64_t r = first; r < n; r += step)
+      visit(load(a[r * stride]), b ? load(b[r * stride]) : C(0));
+  }
+}
+
+// out[r] = f(a[r], b[r]) over the same share as for_line_values.
+template <typename T, typename F>
+__device__ __forceinline__ void map_line_values(const T* a, const T* b, T* out, int64_t n,
+                                                int64_t stride, int first, int step, bool packed,
+                                                F&& f) {
+  using C = compute_t<T>;
+  constexpr int kWidth = kPackWidth<T>;
+  if (packed) {
+    for (int64_t q = first; q < n / kWidth; q += step) {
+      const Pack<T, kWidth> pa = load_pack<kWidth>(a, q);
+      Pack<T, kWidth> pb{}, result;
+      if (b) pb = load_pack<kWidth>(b, q);
+#pragma unroll
+      for (int k = 0; k < kWidth; ++k)
+        result.v[k] = store<T>(f(load(pa.v[k]), b ? load(pb.v[k]) : C(0)));
+      store_pack<kWidth>(out, q, result);
+    }
+  } else {
+    for (int64_t r = first; r < n; r += step)
+      out[r * stride] = store<T>(f(load(a[r * stride]), b ? load(b[r * stride]) : C(0)));
   }
 }
 

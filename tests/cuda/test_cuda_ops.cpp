@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <string>
@@ -311,6 +312,26 @@ TEST_CASE("softmax and log_softmax match the CPU", "[cuda][softmax]") {
     const Tensor big = parity_input(shape, 104, -3, 3);
     require_parity([](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, {big});
     require_parity([](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, {big});
+  }
+  // Rows whole in 16-byte packs (64 and 4096: multiples of 8 halves, 4 floats) as warp and
+  // block rows, an odd length beside them (elementwise), and the same rows through a view one
+  // element into its storage: contiguous but misaligned, so the kernels fall back to elements.
+  for (const Shape& shape : {Shape{5, 64}, Shape{3, 4096}, Shape{5, 67}}) {
+    INFO("packed rows " << shape_str(shape));
+    const Tensor rows = parity_input(shape, 106, -3, 3);
+    require_parity([](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, {rows});
+    require_parity([](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, {rows});
+    const Tensor storage = parity_input({1 + shape_numel(shape)}, 107, -3, 3);
+    for (bool log : {false, true})
+      require_parity(
+          [&](const std::vector<Tensor>& in) {
+            const Tensor view = in[0].slice(0, 1, 1 + shape_numel(shape)).view(shape);
+            REQUIRE(view.is_contiguous());
+            if (!view.device().is_cpu())
+              REQUIRE(reinterpret_cast<uintptr_t>(view.data_ptr()) % 16 != 0);
+            return log ? log_softmax(view, 1) : softmax(view, 1);
+          },
+          {storage});
   }
   // A huge logit must not overflow in any dtype (1e4 rounds to 9984 in bf16, same on both).
   Tensor huge = from_vector(std::vector<float>{1e4f, 0, -1e4f, 1}, {1, 4});
