@@ -3,7 +3,8 @@
 // otherwise). The forward reads the line once for the max and exp-sum together
 // (online_softmax.cuh), once more only with label smoothing (the weighted sum of shifted
 // scores), and keeps only the max and the shifted log-sum per position, so the backward
-// rebuilds the softmax from one more read instead of a saved [N, C] tensor.
+// rebuilds the softmax from one more read instead of a saved [N, C] tensor. Rows whose
+// pointers allow it are read (and the gradient written) in 16-byte packs.
 #include "kernels/cuda/cross_entropy.h"
 
 #include <cmath>
@@ -41,6 +42,7 @@ struct ForwardLine {
   A* loss;
   A* target_weight;
   A* log_sum_exp;
+  bool packed;  // rows in 16-byte packs (lines.cuh rows_fit_packs)
 
   template <typename AllReduce>
   __device__ void operator()(int64_t line, int64_t base, int64_t stride, int first, int step,
@@ -51,7 +53,8 @@ struct ForwardLine {
     if (normalize) {
       stats = MaxSum<A>::empty();
       if (valid)
-        for (int64_t c = first; c < classes; c += step) stats.add(A(load(z[c * stride])));
+        for_line_values(z, static_cast<const T*>(nullptr), classes, stride, first, step, packed,
+                        [&](int64_t, A value, A) { stats.add(value); });
       stats = allreduce(stats, MergeMaxSum<A>{});
     }
     const A peak = stats.max == -std::numeric_limits<A>::infinity() ? A(0) : stats.max;
@@ -60,13 +63,13 @@ struct ForwardLine {
     // cancellation between large scores and lse.
     A weighted = A(0), weight_sum = A(0);
     if (smoothing > A(0)) {
-      if (valid) {
-        for (int64_t c = first; c < classes; c += step) {
-          const A w = class_weight(weight, c);
-          weighted += w * (A(load(z[c * stride])) - peak);
-          weight_sum += w;
-        }
-      }
+      if (valid)
+        for_line_values(z, static_cast<const T*>(nullptr), classes, stride, first, step, packed,
+                        [&](int64_t c, A value, A) {
+                          const A w = class_weight(weight, c);
+                          weighted += w * (value - peak);
+                          weight_sum += w;
+                        });
       weighted = allreduce(weighted, Add<A>{});
       weight_sum = allreduce(weight_sum, Add<A>{});
     }
@@ -102,6 +105,7 @@ struct BackwardLine {
   A smoothing;
   bool normalize;
   T* grad_scores;
+  bool packed;  // rows in 16-byte packs (lines.cuh rows_fit_packs)
 
   template <typename AllReduce>
   __device__ void operator()(int64_t line, int64_t base, int64_t stride, int first, int step,
@@ -130,12 +134,12 @@ struct BackwardLine {
     const A peak = log_sum_exp[2 * line], lse_shift = log_sum_exp[2 * line + 1];
     const A p_coefficient =
         normalize ? (A(1) - smoothing) * w_t + smooth_share * all_weights : A(0);
-    for (int64_t c = first; c < classes; c += step) {
-      const A p = normalize ? exp((A(load(z[c * stride])) - peak) - lse_shift) : A(0);
-      const A hit = c == t ? (A(1) - smoothing) * w_t : A(0);
-      gz[c * stride] =
-          store<T>(g * (p * p_coefficient - hit - smooth_share * class_weight(weight, c)));
-    }
+    map_line_values(z, static_cast<const T*>(nullptr), gz, classes, stride, first, step, packed,
+                    [&](int64_t c, A score, A) {
+                      const A p = normalize ? exp((score - peak) - lse_shift) : A(0);
+                      const A hit = c == t ? (A(1) - smoothing) * w_t : A(0);
+                      return g * (p * p_coefficient - hit - smooth_share * class_weight(weight, c));
+                    });
   }
 };
 
@@ -152,7 +156,8 @@ void cross_entropy_forward(DType dtype, const void* scores, const int64_t* targe
         outer, classes, inner, stream,
         ForwardLine<T>{static_cast<const T*>(scores), target, static_cast<const A*>(weight),
                        classes, ignore_index, A(label_smoothing), normalize, static_cast<A*>(loss),
-                       static_cast<A*>(target_weight), static_cast<A*>(log_sum_exp)});
+                       static_cast<A*>(target_weight), static_cast<A*>(log_sum_exp),
+                       rows_fit_packs<T>(classes, inner, {scores})});
     CUDA_CHECK_LAUNCH();
   });
 }
@@ -169,7 +174,8 @@ void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scor
         outer, classes, inner, stream,
         BackwardLine<T>{static_cast<const A*>(grad_loss), static_cast<const T*>(scores), target,
                         static_cast<const A*>(weight), static_cast<const A*>(log_sum_exp), classes,
-                        ignore_index, A(label_smoothing), normalize, static_cast<T*>(grad_scores)});
+                        ignore_index, A(label_smoothing), normalize, static_cast<T*>(grad_scores),
+                        rows_fit_packs<T>(classes, inner, {scores, grad_scores})});
     CUDA_CHECK_LAUNCH();
   });
 }

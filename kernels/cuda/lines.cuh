@@ -135,7 +135,7 @@ bool rows_fit_packs(int64_t n, int64_t inner, std::initializer_list<const void*>
   return true;
 }
 
-// visit(a[r], b[r]) (values in the compute type) over this thread's share of a line: packs
+// visit(r, a[r], b[r]) (values in the compute type) over this thread's share of a line: packs
 // first, first + step, ... of the row when `packed`, else elements first, first + step, ...
 // at `stride`. `b` may be null (then visit gets 0 for it) when only `a` is read.
 template <typename T, typename Visit>
@@ -149,15 +149,16 @@ __device__ __forceinline__ void for_line_values(const T* a, const T* b, int64_t 
       Pack<T, kWidth> pb{};
       if (b) pb = load_pack<kWidth>(b, q);
 #pragma unroll
-      for (int k = 0; k < kWidth; ++k) visit(load(pa.v[k]), b ? load(pb.v[k]) : C(0));
+      for (int k = 0; k < kWidth; ++k)
+        visit(q * kWidth + k, load(pa.v[k]), b ? load(pb.v[k]) : C(0));
     }
   } else {
     for (int64_t r = first; r < n; r += step)
-      visit(load(a[r * stride]), b ? load(b[r * stride]) : C(0));
+      visit(r, load(a[r * stride]), b ? load(b[r * stride]) : C(0));
   }
 }
 
-// out[r] = f(a[r], b[r]) over the same share as for_line_values.
+// out[r] = f(r, a[r], b[r]) over the same share as for_line_values.
 template <typename T, typename F>
 __device__ __forceinline__ void map_line_values(const T* a, const T* b, T* out, int64_t n,
                                                 int64_t stride, int first, int step, bool packed,
@@ -171,12 +172,12 @@ __device__ __forceinline__ void map_line_values(const T* a, const T* b, T* out, 
       if (b) pb = load_pack<kWidth>(b, q);
 #pragma unroll
       for (int k = 0; k < kWidth; ++k)
-        result.v[k] = store<T>(f(load(pa.v[k]), b ? load(pb.v[k]) : C(0)));
+        result.v[k] = store<T>(f(q * kWidth + k, load(pa.v[k]), b ? load(pb.v[k]) : C(0)));
       store_pack<kWidth>(out, q, result);
     }
   } else {
     for (int64_t r = first; r < n; r += step)
-      out[r * stride] = store<T>(f(load(a[r * stride]), b ? load(b[r * stride]) : C(0)));
+      out[r * stride] = store<T>(f(r, load(a[r * stride]), b ? load(b[r * stride]) : C(0)));
   }
 }
 

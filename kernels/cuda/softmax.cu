@@ -39,7 +39,7 @@ struct SoftmaxLine {
     MaxSum<C> stats = MaxSum<C>::empty();
     if (valid)
       for_line_values(x, static_cast<const T*>(nullptr), n, stride, first, step, packed,
-                      [&](C value, C) { stats.add(value); });
+                      [&](int64_t, C value, C) { stats.add(value); });
     stats = allreduce(stats, MergeMaxSum<C>{});
     // A line of -inf has sum 0: shifting by 0 then gives 0 / 0 = NaN, the CPU reference's
     // NaN path.
@@ -51,10 +51,10 @@ struct SoftmaxLine {
       // rounds to 10000.6934 and a row [1e4, 1e4] would give -0.69336 for -0.69315.
       const C log_total = ::log(total);
       map_line_values(x, static_cast<const T*>(nullptr), y, n, stride, first, step, packed,
-                      [&](C value, C) { return (value - peak) - log_total; });
+                      [&](int64_t, C value, C) { return (value - peak) - log_total; });
     } else {
       map_line_values(x, static_cast<const T*>(nullptr), y, n, stride, first, step, packed,
-                      [&](C value, C) { return exp(value - peak) / total; });
+                      [&](int64_t, C value, C) { return exp(value - peak) / total; });
     }
   }
 };
@@ -79,11 +79,12 @@ struct SoftmaxBackwardLine {
     C dot = C(0);
     if (valid)
       for_line_values(gy, ys, n, stride, first, step, packed,
-                      [&](C g, C out) { dot += log ? g : g * out; });
+                      [&](int64_t, C g, C out) { dot += log ? g : g * out; });
     dot = allreduce(dot, Add<C>{});
     if (!valid) return;
-    map_line_values(gy, ys, gx, n, stride, first, step, packed,
-                    [&](C g, C out) { return log ? g - exp(out) * dot : out * (g - dot); });
+    map_line_values(gy, ys, gx, n, stride, first, step, packed, [&](int64_t, C g, C out) {
+      return log ? g - exp(out) * dot : out * (g - dot);
+    });
   }
 };
 

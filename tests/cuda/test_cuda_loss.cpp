@@ -34,6 +34,7 @@ TEST_CASE("cuda cross_entropy matches the CPU", "[cuda][cross_entropy]") {
       {{16, 10}, {16}},           // warp per row
       {{4, 3000}, {4}},           // block per row
       {{4, 6, 5, 7}, {4, 5, 7}},  // columns
+      {{16, 64}, {16}},           // warp per row in 16-byte packs (64: whole packs)
   };
   uint64_t seed = 300;
   for (const Case& test : cases) {
@@ -107,4 +108,19 @@ TEST_CASE("cuda cross_entropy of equal huge logits keeps the digits of p",
     const std::vector<double> grad = x.grad().to(Device::cpu()).to_vector<double>();
     for (size_t i = 0; i < grad.size(); ++i) CHECK(std::abs(grad[i]) == Approx(0.5).epsilon(1e-6));
   }
+}
+
+TEST_CASE("cuda cross_entropy on rows not aligned to 16-byte packs", "[cuda][cross_entropy]") {
+  // [6, 64] logits through a contiguous view one element into its storage: whole packs per
+  // row, but misaligned, so the kernels read element by element.
+  const Tensor storage = parity_input({1 + 6 * 64}, 361, -4, 4);
+  const Tensor target = cycling_targets({6}, 64);
+  for (double smoothing : {0.0, 0.1})
+    require_parity(
+        [&](const std::vector<Tensor>& in) {
+          const Tensor logits = in[0].slice(0, 1, 1 + 6 * 64).view({6, 64});
+          REQUIRE(logits.is_contiguous());
+          return cross_entropy(logits, in[1], Tensor(), {Reduction::none, -100, smoothing});
+        },
+        {storage, target});
 }
