@@ -129,7 +129,7 @@ Tensor class_loss(const LossSpec& spec, const Tensor& scores, const Tensor& targ
   const int64_t positions = layout.outer * layout.inner;
   Tensor loss = empty({positions}, options);
   const Tensor target_weight = empty({positions}, options);
-  const Tensor log_sum_exp = empty({positions}, options);
+  const Tensor log_sum_exp = empty({positions, 2}, options);  // max, log-sum: kept apart
   const void* w_data = w.defined() ? w.data_ptr() : nullptr;
   if (positions > 0)
     SONATA_BACKEND(in.device(), cross_entropy_forward, in.dtype(), in.data_ptr(),

@@ -49,27 +49,31 @@ void cross_entropy_forward(DType dtype, const void* scores, const int64_t* targe
 #pragma omp parallel for schedule(static) if (parallel_worth_it(positions, classes))
     for (int64_t at = 0; at < positions; ++at) {
       const T* z = all + (at / inner) * classes * inner + at % inner;
-      double lse = 0;
+      // log-probability = (z - peak) - log_total; peak + log_total would round away the
+      // low digits of a large peak (kernels/cpu/cross_entropy.h).
+      double peak = 0, log_total = 0;
       if (normalize) {
-        double peak = -std::numeric_limits<double>::infinity();
+        peak = -std::numeric_limits<double>::infinity();
         for (int64_t c = 0; c < classes; ++c) peak = std::max(peak, double(z[c * inner]));
         if (std::isinf(peak) && peak < 0) peak = 0;
         double total = 0;
         for (int64_t c = 0; c < classes; ++c) total += std::exp(double(z[c * inner]) - peak);
-        lse = peak + std::log(total);
+        log_total = std::log(total);
       }
-      static_cast<S*>(log_sum_exp)[at] = S(lse);
+      static_cast<S*>(log_sum_exp)[2 * at] = S(peak);
+      static_cast<S*>(log_sum_exp)[2 * at + 1] = S(log_total);
+      auto log_probability = [&](int64_t c) { return (double(z[c * inner]) - peak) - log_total; };
       const int64_t t = target[at];
       double value = 0, w_t = 0;
       if (t != ignore_index && (t < 0 || t >= classes)) {
         value = w_t = kNaN;
       } else if (t != ignore_index) {
         w_t = class_weight<T>(weight, t);
-        value = (1 - s) * -w_t * (double(z[t * inner]) - lse);
+        value = (1 - s) * -w_t * log_probability(t);
         if (s > 0) {
           double smooth = 0;
           for (int64_t c = 0; c < classes; ++c)
-            smooth -= class_weight<T>(weight, c) * (double(z[c * inner]) - lse);
+            smooth -= class_weight<T>(weight, c) * log_probability(c);
           value += s / double(classes) * smooth;
         }
       }
@@ -104,11 +108,12 @@ void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scor
       const bool valid = t >= 0 && t < classes;
       const double g = valid ? double(static_cast<const S*>(grad_loss)[at]) : kNaN;
       const double w_t = valid ? class_weight<T>(weight, t) : kNaN;
-      const double lse = double(static_cast<const S*>(log_sum_exp)[at]);
+      const double peak = double(static_cast<const S*>(log_sum_exp)[2 * at]);
+      const double log_total = double(static_cast<const S*>(log_sum_exp)[2 * at + 1]);
       // The softmax term collects every class's share of the target distribution's weight.
       const double p_coefficient = normalize ? (1 - s) * w_t + smooth_share * all_weights : 0;
       for (int64_t c = 0; c < classes; ++c) {
-        const double p = normalize ? std::exp(double(z[c * inner]) - lse) : 0;
+        const double p = normalize ? std::exp((double(z[c * inner]) - peak) - log_total) : 0;
         const double hit = c == t ? (1 - s) * w_t : 0;
         gz[c * inner] =
             T(g * (p * p_coefficient - hit - smooth_share * class_weight<T>(weight, c)));

@@ -26,8 +26,11 @@ void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, in
         double total = 0;
         for (int64_t r = 0; r < n; ++r) total += std::exp(double(x[r * inner]) - peak);
         if (log) {
-          const double log_total = std::log(total) + peak;
-          for (int64_t r = 0; r < n; ++r) y[r * inner] = T(double(x[r * inner]) - log_total);
+          // Shifted first, then minus log(total): adding log(total) to a large peak first
+          // would round away its low digits (a row [1e10, 1e10] would lose 5e-7).
+          const double log_total = std::log(total);
+          for (int64_t r = 0; r < n; ++r)
+            y[r * inner] = T((double(x[r * inner]) - peak) - log_total);
         } else {
           for (int64_t r = 0; r < n; ++r)
             y[r * inner] = T(std::exp(double(x[r * inner]) - peak) / total);

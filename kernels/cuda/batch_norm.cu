@@ -1,14 +1,17 @@
 // Batch normalisation kernels. The per-channel reductions are split over a grid of
 // (splits x channels) blocks, so that a few wide channels (VGG's first layers: 64 channels of
 // 64 x 224 x 224) still fill the GPU, then merged by a small finalize kernel, one warp per
-// channel, in a fixed order (deterministic results). The elementwise passes walk the tensor
-// in 16- or 8-byte packs when every pointer is aligned and rows are whole packs.
+// channel, in a fixed order (deterministic results). [rows, channels] inputs (BatchNorm1d,
+// channels-last) are reduced by columns instead, 32 neighbouring channels per block, so that
+// loads stay coalesced (kernels/common/batch_norm_split.h has the plan). The elementwise passes
+// walk the tensor in 16- or 8-byte packs when every pointer is aligned and rows are whole packs.
 #include "kernels/cuda/batch_norm.h"
 
 #include <algorithm>
 #include <initializer_list>
 
 #include "base/nvtx.h"
+#include "kernels/common/batch_norm_split.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace sonata::kernels::cuda {
@@ -16,18 +19,13 @@ namespace {
 
 constexpr int kReduceThreads = 256;
 constexpr int kReduceWarps = kReduceThreads / kWarpSize;
-// A reduction block should see at least this many elements, or its start-up dominates.
-constexpr int64_t kElementsPerBlock = 16 * 1024;
-// About one wave of 256-thread blocks on a Hopper-class GPU; more splits buy nothing.
-constexpr int64_t kTargetBlocks = 1024;
 constexpr unsigned kMaxGridY = 65535;
+// Rows of a column block (kernels/common/batch_norm_split.h): 32 channels x 8 rows of threads.
+constexpr int kColumnRows = kReduceThreads / kWarpSize;
+static_assert(kBatchNormChannelTile == kWarpSize, "a column block spans one warp of channels");
 
-// Blocks each channel's reduction is split into (the workspace holds one partial each).
 int reduce_splits(int64_t batch, int64_t channels, int64_t spatial) {
-  const int64_t per_channel = batch * spatial;
-  const int64_t wanted = (per_channel + kElementsPerBlock - 1) / kElementsPerBlock;
-  const int64_t room = std::max<int64_t>(1, kTargetBlocks / std::max<int64_t>(channels, 1));
-  return int(std::clamp<int64_t>(std::min(wanted, room), 1, kTargetBlocks));
+  return int(batch_norm_reduce_splits(batch, channels, spatial));
 }
 
 dim3 reduce_grid(int splits, int64_t channels) {
@@ -132,6 +130,29 @@ __device__ State block_merge(State s) {
   return s;
 }
 
+// Column blocks (32 channels x kColumnRows rows of threads): thread (x, 0) ends with the merge
+// of column x over the rows, in row order. Called by every thread the same number of times.
+template <typename State>
+__device__ State column_merge(State s) {
+  __shared__ State rows[kColumnRows][kWarpSize];
+  rows[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0)
+    for (int y = 1; y < kColumnRows; ++y) s = combine(s, rows[y][threadIdx.x]);
+  __syncthreads();  // rows is reused by the next tile
+  return s;
+}
+
+// Run blockIdx.x of `splits` of a [rows, channels] block: rows [begin, end).
+__device__ __forceinline__ int64_t run_begin(int64_t rows, int64_t run, int splits) {
+  return rows * run / splits;
+}
+
+dim3 column_grid(int splits, int64_t channels) {
+  const int64_t tiles = (channels + kWarpSize - 1) / kWarpSize;
+  return dim3(unsigned(splits), unsigned(std::min<int64_t>(tiles, kMaxGridY)));
+}
+
 // Block (blockIdx.x of `splits`) of channel c visits a contiguous run of its packs:
 // visit(pack_index) with the pack's index into the whole tensor in units of V elements.
 template <int V, typename Visit>
@@ -174,6 +195,33 @@ __global__ void __launch_bounds__(kReduceThreads)
     });
     state = block_merge(state);
     if (threadIdx.x == 0) {
+      const int64_t slot = c * splits + blockIdx.x;
+      partial[slot] = state.count;
+      partial[slots + slot] = state.mean;
+      partial[2 * slots + slot] = state.m2;
+    }
+  }
+}
+
+// The same partials for [rows, channels] (spatial == 1): each warp reads 32 consecutive
+// channels of one row, where the plane kernel would read one element per 32-byte sector.
+template <typename T>
+__global__ void __launch_bounds__(kReduceThreads)
+    statistics_columns_kernel(const T* x, int64_t rows, int64_t channels, int splits,
+                              float_compute_t<T>* partial) {
+  using A = float_compute_t<T>;
+  const int64_t slots = channels * splits;
+  const int64_t begin = run_begin(rows, blockIdx.x, splits);
+  const int64_t end = run_begin(rows, blockIdx.x + 1, splits);
+  for (int64_t tile = blockIdx.y; tile * kWarpSize < channels; tile += gridDim.y) {
+    const int64_t c = tile * kWarpSize + threadIdx.x;
+    const bool valid = c < channels;
+    Welford<A> state{};
+    if (valid)
+      for (int64_t row = begin + threadIdx.y; row < end; row += kColumnRows)
+        state = combine(state, Welford<A>{A(1), A(load(x[row * channels + c])), A(0)});
+    state = column_merge(state);
+    if (valid && threadIdx.y == 0) {
       const int64_t slot = c * splits + blockIdx.x;
       partial[slot] = state.count;
       partial[slots + slot] = state.mean;
@@ -296,6 +344,39 @@ __global__ void __launch_bounds__(kReduceThreads)
   }
 }
 
+// The backward partials for [rows, channels] (spatial == 1), read as statistics_columns_kernel
+// reads.
+template <typename T>
+__global__ void __launch_bounds__(kReduceThreads)
+    backward_columns_kernel(const T* grad_y, const T* x, const T* relu_output,
+                            const float_compute_t<T>* mean, int64_t rows, int64_t channels,
+                            int splits, float_compute_t<T>* partial) {
+  using A = float_compute_t<T>;
+  const int64_t slots = channels * splits;
+  const int64_t begin = run_begin(rows, blockIdx.x, splits);
+  const int64_t end = run_begin(rows, blockIdx.x + 1, splits);
+  for (int64_t tile = blockIdx.y; tile * kWarpSize < channels; tile += gridDim.y) {
+    const int64_t c = tile * kWarpSize + threadIdx.x;
+    const bool valid = c < channels;
+    GradSums<A> sums{};
+    if (valid) {
+      const A mu = mean[c];
+      for (int64_t row = begin + threadIdx.y; row < end; row += kColumnRows) {
+        const int64_t at = row * channels + c;
+        const bool masked = relu_output && !(A(load(relu_output[at])) > A(0));
+        const A dy = masked ? A(0) : A(load(grad_y[at]));
+        sums.dy += dy;
+        sums.dy_centered += dy * (A(load(x[at])) - mu);
+      }
+    }
+    sums = column_merge(sums);
+    if (valid && threadIdx.y == 0) {
+      partial[c * splits + blockIdx.x] = sums.dy;
+      partial[slots + c * splits + blockIdx.x] = sums.dy_centered;
+    }
+  }
+}
+
 template <typename A>
 __global__ void __launch_bounds__(kBlockSize)
     backward_finalize_kernel(int64_t channels, int splits, const A* partial, const A* invstd,
@@ -335,11 +416,19 @@ void batch_norm_statistics(DType dtype, const void* x, int64_t batch, int64_t ch
   dispatch_float(dtype, "batch_norm_statistics", [&]<typename T>() {
     using A = float_compute_t<T>;
     A* partial = static_cast<A*>(workspace);
-    with_pack_width<T>(spatial, {x}, [&]<int V>() {
-      statistics_partial_kernel<T, V><<<reduce_grid(splits, channels), kReduceThreads, 0, stream>>>(
-          static_cast<const T*>(x), batch, channels, spatial, splits, partial);
+    if (batch_norm_by_columns(spatial)) {
+      statistics_columns_kernel<T>
+          <<<column_grid(splits, channels), dim3(kWarpSize, kColumnRows), 0, stream>>>(
+              static_cast<const T*>(x), batch, channels, splits, partial);
       CUDA_CHECK_LAUNCH();
-    });
+    } else {
+      with_pack_width<T>(spatial, {x}, [&]<int V>() {
+        statistics_partial_kernel<T, V>
+            <<<reduce_grid(splits, channels), kReduceThreads, 0, stream>>>(
+                static_cast<const T*>(x), batch, channels, spatial, splits, partial);
+        CUDA_CHECK_LAUNCH();
+      });
+    }
     statistics_finalize_kernel<A><<<warp_per_channel_blocks(channels), kBlockSize, 0, stream>>>(
         channels, splits, partial, A(eps), A(momentum), static_cast<A*>(running_mean),
         static_cast<A*>(running_var), static_cast<A*>(mean), static_cast<A*>(invstd));
@@ -373,13 +462,22 @@ void batch_norm_backward_reduce(DType dtype, const void* grad_y, const void* x,
   dispatch_float(dtype, "batch_norm_backward_reduce", [&]<typename T>() {
     using A = float_compute_t<T>;
     A* partial = static_cast<A*>(workspace);
-    with_pack_width<T>(spatial, {grad_y, x, relu_output}, [&]<int V>() {
-      backward_partial_kernel<T, V><<<reduce_grid(splits, channels), kReduceThreads, 0, stream>>>(
-          static_cast<const T*>(grad_y), static_cast<const T*>(x),
-          static_cast<const T*>(relu_output), static_cast<const A*>(mean), batch, channels, spatial,
-          splits, partial);
+    if (batch_norm_by_columns(spatial)) {
+      backward_columns_kernel<T>
+          <<<column_grid(splits, channels), dim3(kWarpSize, kColumnRows), 0, stream>>>(
+              static_cast<const T*>(grad_y), static_cast<const T*>(x),
+              static_cast<const T*>(relu_output), static_cast<const A*>(mean), batch, channels,
+              splits, partial);
       CUDA_CHECK_LAUNCH();
-    });
+    } else {
+      with_pack_width<T>(spatial, {grad_y, x, relu_output}, [&]<int V>() {
+        backward_partial_kernel<T, V><<<reduce_grid(splits, channels), kReduceThreads, 0, stream>>>(
+            static_cast<const T*>(grad_y), static_cast<const T*>(x),
+            static_cast<const T*>(relu_output), static_cast<const A*>(mean), batch, channels,
+            spatial, splits, partial);
+        CUDA_CHECK_LAUNCH();
+      });
+    }
     backward_finalize_kernel<A><<<warp_per_channel_blocks(channels), kBlockSize, 0, stream>>>(
         channels, splits, partial, static_cast<const A*>(invstd), static_cast<A*>(sum_dy),
         static_cast<A*>(sum_dy_xhat));

@@ -1,9 +1,13 @@
 // The bias halves of conv2d on CUDA: cuDNN computes the convolution, these add and reduce
 // the per-channel bias in every dtype (f16, bf16, f32, f64) without depending on which
-// types cudnnAddTensor / cudnnConvolutionBackwardBias accept.
+// types cudnnAddTensor / cudnnConvolutionBackwardBias accept. The gradient runs on the line
+// reductions of lines.cuh: coalesced in both layouts, spread over the SMs, deterministic.
+#include <algorithm>
+
 #include "base/nvtx.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/lines.cuh"
 
 namespace sonata::kernels::cuda {
 namespace {
@@ -17,30 +21,19 @@ __global__ void add_channel_bias_kernel(int64_t count, T* y, const T* bias, int6
   }
 }
 
-// One block per channel: threads walk the channel's n * plane values together (coalesced
-// along NCHW planes; channels-last rows arrive as plane = 1 and are read strided), then the
-// block sums.
-template <typename T>
-__global__ void channel_bias_grad_kernel(const T* grad_y, T* grad_bias, int64_t n, int64_t channels,
-                                         int64_t plane) {
-  using Acc = float_compute_t<T>;
-  const int64_t c = blockIdx.x;
-  Acc total = 0;
-  for (int64_t i = threadIdx.x; i < n * plane; i += blockDim.x) {
-    const int64_t b = i / plane, p = i - b * plane;
-    total += Acc(load(grad_y[(b * channels + c) * plane + p]));
-  }
-  total = warp_allreduce(total, [](Acc a, Acc b) { return a + b; });
-  __shared__ Acc warp_totals[kBlockSize / kWarpSize];
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  if (lane == 0) warp_totals[warp] = total;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    Acc sum = 0;
-    for (int w = 0; w < int(blockDim.x / kWarpSize); ++w) sum += warp_totals[w];
-    grad_bias[c] = store<T>(sum);
-  }
-}
+// grad_bias is a sum over lines of the line reductions (lines.cuh): `in` read as In, summed
+// in Acc, written as Out.
+template <typename In, typename A, typename Out>
+struct LineSum {
+  using Acc = A;
+  const In* in;
+  Out* out;
+
+  __device__ Acc identity() const { return Acc(0); }
+  __device__ Acc lift(int64_t at, int64_t) const { return Acc(load(in[at])); }
+  __device__ Acc combine(Acc a, Acc b) const { return a + b; }
+  __device__ void write(int64_t line, Acc value) const { out[line] = store<Out>(value); }
+};
 
 }  // namespace
 
@@ -59,9 +52,31 @@ void channel_bias_grad(DType dtype, const void* grad_y, void* grad_bias, int64_t
   SONATA_NVTX_RANGE("sonata::cuda::channel_bias_grad");
   if (channels <= 0) return;
   dispatch_float(dtype, "channel_bias_grad", [&]<typename T>() {
-    channel_bias_grad_kernel<T><<<unsigned(channels), kBlockSize, 0, stream>>>(
-        static_cast<const T*>(grad_y), static_cast<T*>(grad_bias), n, channels, plane);
-    CUDA_CHECK_LAUNCH();
+    using A = float_compute_t<T>;
+    const T* gy = static_cast<const T*>(grad_y);
+    T* gb = static_cast<T*>(grad_bias);
+    if (plane == 1) {
+      // Channels-last [rows, channels]: column sums, read coalesced along the channels and
+      // split along the rows when few channel tiles would leave the GPU idle.
+      launch_line_reduction(1, n, channels, stream, LineSum<T, A, T>{gy, gb});
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
+    // NCHW: each (sample, channel) plane is a contiguous row, summed first (a block or a warp
+    // per plane, so n * channels lines fill the GPU), then the [n, channels] plane sums by
+    // column, both in fixed orders.
+    void* memory = nullptr;
+    CUDA_CHECK(
+        cudaMallocAsync(&memory, sizeof(A) * size_t(std::max<int64_t>(1, n * channels)), stream));
+    A* plane_sums = static_cast<A*>(memory);
+    launch_line_reduction(n * channels, plane, 1, stream, LineSum<T, A, A>{gy, plane_sums});
+    const cudaError_t planes_launch = cudaGetLastError();
+    if (planes_launch == cudaSuccess)
+      launch_line_reduction(1, n, channels, stream, LineSum<A, A, T>{plane_sums, gb});
+    const cudaError_t columns_launch = cudaGetLastError();
+    CUDA_CHECK(cudaFreeAsync(memory, stream));  // ordered after both reductions
+    CUDA_CHECK(planes_launch);
+    CUDA_CHECK(columns_launch);
   });
 }
 

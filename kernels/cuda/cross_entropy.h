@@ -1,9 +1,10 @@
 #pragma once
 // Fused log_softmax + negative log-likelihood (class weights, ignore_index, label smoothing)
 // over contiguous [outer, classes, inner] scores, f16 / bf16 / f32 / f64 with fp32
-// accumulation for half types. Same functions and contracts as kernels/cpu/cross_entropy.h,
-// plus a trailing stream. A target outside [0, classes) (other than ignore_index) gives NaN
-// loss and gradient at its position: targets on the device are not read back by the host.
+// accumulation for half types. Same functions and contracts as kernels/cpu/cross_entropy.h
+// (log_sum_exp is [positions, 2]: max and shifted log-sum), plus a trailing stream. A target
+// outside [0, classes) (other than ignore_index) gives NaN loss and gradient at its position:
+// targets on the device are not read back by the host.
 #include <cstdint>
 
 #include <cuda_runtime_api.h>

@@ -15,15 +15,25 @@
 // base + r * stride, and allreduce(value, combine) combines a value over the threads sharing
 // the line. Every thread of the block calls it the same number of times, including threads
 // with valid == false (past the last line), which must not touch memory.
+//
+// Pure reductions (one value per line) go through launch_line_reduction instead, which may
+// also split each line over several blocks when there are few lines
+// (kernels/common/line_split.h). Its reducer R provides
+//   using Acc;  Acc identity();  Acc lift(at, r)  (input element at offset `at`, index r
+//   along its line);  Acc combine(a, b)  (commutative);  void write(line, acc)
+// as const __device__ members.
 #include <cstdint>
+#include <initializer_list>
 
+#include "kernels/common/line_split.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace sonata::kernels::cuda {
 
-inline constexpr int kRowBlock = 512;       // threads sharing one long row
-inline constexpr int64_t kShortRow = 1024;  // rows up to this length get one warp each
-inline constexpr int kColumnLanes = 8;      // threads splitting n in the column layout
+inline constexpr int kRowBlock = 512;             // threads sharing one long row
+inline constexpr int64_t kShortRow = kShortLine;  // rows up to this length get one warp each
+inline constexpr int kColumnLanes = 8;            // threads splitting n in the column layout
+static_assert(kColumnTile == kWarpSize, "a column block spans one warp of lines");
 
 // Every thread combines the per-warp results in the same order, so all hold the same bits.
 template <int kThreads>
@@ -109,6 +119,183 @@ void launch_lines(int64_t outer, int64_t n, int64_t inner, cudaStream_t stream, 
     const dim3 block(kWarpSize, kColumnLanes);
     columns_kernel<<<blocks_for(lines, kWarpSize), block, 0, stream>>>(lines, n, inner, op);
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// 16-byte packs along contiguous rows, for line operations that opt in.
+
+// Rows (inner == 1) can be walked in packs when each starts on a 16-byte boundary: n a
+// multiple of the pack and every pointer aligned (a view at an odd offset falls back).
+template <typename T>
+bool rows_fit_packs(int64_t n, int64_t inner, std::initializer_list<const void*> pointers) {
+  constexpr int kWidth = kPackWidth<T>;
+  if (inner != 1 || n % kWidth != 0) return false;
+  for (const void* p : pointers)
+    if (!is_aligned(p, sizeof(T) * kWidth)) return false;
+  return true;
+}
+
+// visit(r, a[r], b[r]) (values in the compute type) over this thread's share of a line: packs
+// first, first + step, ... of the row when `packed`, else elements first, first + step, ...
+// at `stride`. `b` may be null (then visit gets 0 for it) when only `a` is read.
+template <typename T, typename Visit>
+__device__ __forceinline__ void for_line_values(const T* a, const T* b, int64_t n, int64_t stride,
+                                                int first, int step, bool packed, Visit&& visit) {
+  using C = compute_t<T>;
+  constexpr int kWidth = kPackWidth<T>;
+  if (packed) {
+    for (int64_t q = first; q < n / kWidth; q += step) {
+      const Pack<T, kWidth> pa = load_pack<kWidth>(a, q);
+      Pack<T, kWidth> pb{};
+      if (b) pb = load_pack<kWidth>(b, q);
+#pragma unroll
+      for (int k = 0; k < kWidth; ++k)
+        visit(q * kWidth + k, load(pa.v[k]), b ? load(pb.v[k]) : C(0));
+    }
+  } else {
+    for (int64_t r = first; r < n; r += step)
+      visit(r, load(a[r * stride]), b ? load(b[r * stride]) : C(0));
+  }
+}
+
+// out[r] = f(r, a[r], b[r]) over the same share as for_line_values.
+template <typename T, typename F>
+__device__ __forceinline__ void map_line_values(const T* a, const T* b, T* out, int64_t n,
+                                                int64_t stride, int first, int step, bool packed,
+                                                F&& f) {
+  using C = compute_t<T>;
+  constexpr int kWidth = kPackWidth<T>;
+  if (packed) {
+    for (int64_t q = first; q < n / kWidth; q += step) {
+      const Pack<T, kWidth> pa = load_pack<kWidth>(a, q);
+      Pack<T, kWidth> pb{}, result;
+      if (b) pb = load_pack<kWidth>(b, q);
+#pragma unroll
+      for (int k = 0; k < kWidth; ++k)
+        result.v[k] = store<T>(f(q * kWidth + k, load(pa.v[k]), b ? load(pb.v[k]) : C(0)));
+      store_pack<kWidth>(out, q, result);
+    }
+  } else {
+    for (int64_t r = first; r < n; r += step)
+      out[r * stride] = store<T>(f(r, load(a[r * stride]), b ? load(b[r * stride]) : C(0)));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reductions, split over several blocks per line when there are few lines.
+
+// A reducer as a line operation: the one-kernel path, through launch_lines.
+template <typename R>
+struct ReductionLine {
+  R reducer;
+  int64_t n;
+
+  template <typename AllReduce>
+  __device__ void operator()(int64_t line, int64_t base, int64_t stride, int first, int step,
+                             bool valid, AllReduce allreduce) const {
+    using Acc = typename R::Acc;
+    Acc acc = reducer.identity();
+    if (valid) {
+#pragma unroll 4
+      for (int64_t r = first; r < n; r += step)
+        acc = reducer.combine(acc, reducer.lift(base + r * stride, r));
+    }
+    acc = allreduce(acc, [&](Acc a, Acc b) { return reducer.combine(a, b); });
+    if (valid && first == 0) reducer.write(line, acc);
+  }
+};
+
+// Piece s of `splits` covers [n * s / splits, n * (s + 1) / splits) of its line.
+__device__ __forceinline__ int64_t piece_begin(int64_t n, int64_t s, int64_t splits) {
+  return n * s / splits;
+}
+
+// Rows (inner == 1): one block per (line, piece), partials[line * splits + s].
+template <typename R>
+__global__ void __launch_bounds__(kRowBlock)
+    split_rows_kernel(int64_t lines, int64_t n, int64_t splits, R reducer,
+                      typename R::Acc* partials) {
+  using Acc = typename R::Acc;
+  const auto combine = [&](Acc a, Acc b) { return reducer.combine(a, b); };
+  for (int64_t piece = blockIdx.x; piece < lines * splits; piece += gridDim.x) {
+    const int64_t line = piece / splits, s = piece - line * splits;
+    const int64_t end = piece_begin(n, s + 1, splits);
+    Acc acc = reducer.identity();
+    for (int64_t r = piece_begin(n, s, splits) + threadIdx.x; r < end; r += kRowBlock)
+      acc = combine(acc, reducer.lift(line * n + r, r));
+    acc = BlockAllReduce<kRowBlock>{}(acc, combine);
+    if (threadIdx.x == 0) partials[piece] = acc;
+  }
+}
+
+// Columns (inner > 1): blockIdx.y is the piece; a block reads 32 neighbouring lines' rows of
+// that piece, so loads stay coalesced along the inner axis.
+template <typename R>
+__global__ void __launch_bounds__(kWarpSize* kColumnLanes)
+    split_columns_kernel(int64_t lines, int64_t n, int64_t inner, int64_t splits, R reducer,
+                         typename R::Acc* partials) {
+  using Acc = typename R::Acc;
+  const auto combine = [&](Acc a, Acc b) { return reducer.combine(a, b); };
+  const int64_t s = blockIdx.y;
+  const int64_t begin = piece_begin(n, s, splits), end = piece_begin(n, s + 1, splits);
+  for (int64_t tile = blockIdx.x; tile * kWarpSize < lines; tile += gridDim.x) {
+    const int64_t line = tile * kWarpSize + threadIdx.x;
+    const bool valid = line < lines;
+    const int64_t o = line / inner, base = o * n * inner + (line - o * inner);
+    Acc acc = reducer.identity();
+    if (valid)
+      for (int64_t r = begin + threadIdx.y; r < end; r += kColumnLanes)
+        acc = combine(acc, reducer.lift(base + r * inner, r));
+    acc = ColumnAllReduce{}(acc, combine);
+    if (valid && threadIdx.y == 0) partials[line * splits + s] = acc;
+  }
+}
+
+// One thread per line adds its pieces in piece order: the same bits on every run.
+template <typename R>
+__global__ void __launch_bounds__(kBlockSize)
+    combine_pieces_kernel(int64_t lines, int64_t splits, R reducer,
+                          const typename R::Acc* partials) {
+  for (int64_t line = thread_index(); line < lines; line += thread_count()) {
+    typename R::Acc acc = partials[line * splits];
+    for (int64_t s = 1; s < splits; ++s) acc = reducer.combine(acc, partials[line * splits + s]);
+    reducer.write(line, acc);
+  }
+}
+
+// Reduces each of the outer * inner lines of [outer, n, inner] to reducer.write(line, value).
+// The partials of a split live in stream-ordered memory (cudaMallocAsync from the device's
+// pool, which the engine keeps cached), freed on the same stream after the combine pass.
+// The caller follows with CUDA_CHECK_LAUNCH().
+template <typename R>
+void launch_line_reduction(int64_t outer, int64_t n, int64_t inner, cudaStream_t stream,
+                           R reducer) {
+  const int64_t lines = outer * inner;
+  if (lines <= 0) return;
+  const int64_t splits = line_reduction_splits(outer, n, inner);
+  if (splits == 1) {
+    launch_lines(outer, n, inner, stream, ReductionLine<R>{reducer, n});
+    return;
+  }
+  using Acc = typename R::Acc;
+  void* memory = nullptr;
+  CUDA_CHECK(cudaMallocAsync(&memory, sizeof(Acc) * size_t(lines * splits), stream));
+  Acc* partials = static_cast<Acc*>(memory);
+  if (inner == 1) {
+    split_rows_kernel<<<blocks_for(lines * splits, 1), kRowBlock, 0, stream>>>(lines, n, splits,
+                                                                               reducer, partials);
+  } else {
+    const dim3 grid(blocks_for(lines, kWarpSize), unsigned(splits));
+    split_columns_kernel<<<grid, dim3(kWarpSize, kColumnLanes), 0, stream>>>(
+        lines, n, inner, splits, reducer, partials);
+  }
+  const cudaError_t split_launch = cudaGetLastError();
+  if (split_launch == cudaSuccess)
+    linear_kernel(combine_pieces_kernel<R>, 0, stream, lines, splits, reducer, partials);
+  const cudaError_t combine_launch = cudaGetLastError();
+  CUDA_CHECK(cudaFreeAsync(memory, stream));  // ordered after both kernels
+  CUDA_CHECK(split_launch);
+  CUDA_CHECK(combine_launch);
 }
 
 }  // namespace sonata::kernels::cuda

@@ -1,8 +1,11 @@
 // Sum / max / min and max-with-index over the middle axis of [outer, n, inner], on the line
-// walkers of lines.cuh. Half types and f32 accumulate in float, f64 in double.
+// reductions of lines.cuh (split over several blocks per line when the lines are few and
+// long, then combined in a fixed order). Half types and f32 accumulate in float, f64 in
+// double.
 #include "kernels/cuda/reduce.h"
 
 #include <limits>
+#include <type_traits>
 
 #include "base/nvtx.h"
 #include "kernels/common/elementwise_ops.h"
@@ -68,32 +71,24 @@ struct ArgMax {
   }
 };
 
+// The reducer launch_line_reduction (lines.cuh) walks: loads and lifts elements, combines
+// with Reducer, writes the value (and for ArgMax the index) of each line.
 template <typename T, typename Reducer>
-struct ReduceLine {
+struct LineReducer {
+  using Acc = typename Reducer::Acc;
   const T* in;
   T* out;
   int64_t* indices;  // ArgMax only
-  int64_t n;
 
-  template <typename AllReduce>
-  __device__ void operator()(int64_t line, int64_t base, int64_t stride, int first, int step,
-                             bool valid, AllReduce allreduce) const {
-    const Reducer combine;
-    typename Reducer::Acc acc = Reducer::identity();
-    if (valid) {
-      const T* x = in + base;
-#pragma unroll 4
-      for (int64_t r = first; r < n; r += step)
-        acc = combine(acc, Reducer::lift(load(x[r * stride]), r));
-    }
-    acc = allreduce(acc, combine);
-    if (valid && first == 0) {
-      if constexpr (std::is_same_v<typename Reducer::Acc, ValueIndex<compute_t<T>>>) {
-        out[line] = store<T>(acc.value);
-        indices[line] = acc.index;
-      } else {
-        out[line] = store<T>(acc);
-      }
+  __device__ Acc identity() const { return Reducer::identity(); }
+  __device__ Acc lift(int64_t at, int64_t r) const { return Reducer::lift(load(in[at]), r); }
+  __device__ Acc combine(Acc a, Acc b) const { return Reducer{}(a, b); }
+  __device__ void write(int64_t line, Acc acc) const {
+    if constexpr (std::is_same_v<Acc, ValueIndex<compute_t<T>>>) {
+      out[line] = store<T>(acc.value);
+      indices[line] = acc.index;
+    } else {
+      out[line] = store<T>(acc);
     }
   }
 };
@@ -111,13 +106,13 @@ void reduce(ReduceOp op, DType dtype, const void* in, void* out, int64_t outer, 
     T* dst = static_cast<T*>(out);
     switch (op) {
       case ReduceOp::sum:
-        launch_lines(outer, n, inner, stream, ReduceLine<T, Sum<C>>{src, dst, nullptr, n});
+        launch_line_reduction(outer, n, inner, stream, LineReducer<T, Sum<C>>{src, dst, nullptr});
         break;
       case ReduceOp::max:
-        launch_lines(outer, n, inner, stream, ReduceLine<T, Max<C>>{src, dst, nullptr, n});
+        launch_line_reduction(outer, n, inner, stream, LineReducer<T, Max<C>>{src, dst, nullptr});
         break;
       case ReduceOp::min:
-        launch_lines(outer, n, inner, stream, ReduceLine<T, Min<C>>{src, dst, nullptr, n});
+        launch_line_reduction(outer, n, inner, stream, LineReducer<T, Min<C>>{src, dst, nullptr});
         break;
     }
     CUDA_CHECK_LAUNCH();
@@ -131,9 +126,9 @@ void max_with_index(DType dtype, const void* in, void* values, int64_t* indices,
                "sonata::cuda::max_with_index: max over an empty dimension");
   dispatch_float(dtype, "max_with_index", [&]<typename T>() {
     using C = compute_t<T>;
-    launch_lines(
+    launch_line_reduction(
         outer, n, inner, stream,
-        ReduceLine<T, ArgMax<C>>{static_cast<const T*>(in), static_cast<T*>(values), indices, n});
+        LineReducer<T, ArgMax<C>>{static_cast<const T*>(in), static_cast<T*>(values), indices});
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -1,6 +1,8 @@
 // Stable softmax / log_softmax over the middle axis of [outer, n, inner] and their backward
 // passes, on the line walkers of lines.cuh. Half types and f32 compute in float, f64 in
-// double; each line is read once per reduction and once more to write.
+// double. The forward reads each line twice (max and sum together, then to write), the
+// backward twice (the dot product, then to write); rows whose pointers allow it move in
+// 16-byte packs (lines.cuh), others element by element.
 #include "kernels/cuda/softmax.h"
 
 #include <cmath>
@@ -9,6 +11,7 @@
 #include "base/nvtx.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/lines.cuh"
+#include "kernels/cuda/online_softmax.cuh"
 
 namespace sonata::kernels::cuda {
 namespace {
@@ -18,19 +21,13 @@ struct Add {
   __device__ C operator()(C a, C b) const { return a + b; }
 };
 
-// fmax skips NaN like the CPU's std::max scan; a NaN input still makes its line NaN
-// through the sum of exponentials.
-template <typename C>
-struct Peak {
-  __device__ C operator()(C a, C b) const { return fmax(a, b); }
-};
-
 template <typename T>
 struct SoftmaxLine {
   const T* in;
   T* out;
   int64_t n;
   bool log;
+  bool packed;  // rows in 16-byte packs (rows_fit_packs)
 
   template <typename AllReduce>
   __device__ void operator()(int64_t, int64_t base, int64_t stride, int first, int step, bool valid,
@@ -38,25 +35,26 @@ struct SoftmaxLine {
     using C = compute_t<T>;
     const T* x = in + base;
     T* y = out + base;
-    C peak = -std::numeric_limits<C>::infinity();
+    // Max and sum of exponentials in one read (online_softmax.cuh), then one more to write.
+    MaxSum<C> stats = MaxSum<C>::empty();
     if (valid)
-      for (int64_t r = first; r < n; r += step) peak = fmax(peak, load(x[r * stride]));
-    peak = allreduce(peak, Peak<C>{});
-    // A line of -inf would give exp(-inf - -inf) = NaN; shifting by 0 gives 0 / 0 = NaN
-    // too, but the same NaN path as the CPU reference.
-    if (peak == -std::numeric_limits<C>::infinity()) peak = C(0);
-    C total = C(0);
-    if (valid)
-      for (int64_t r = first; r < n; r += step) total += exp(load(x[r * stride]) - peak);
-    total = allreduce(total, Add<C>{});
+      for_line_values(x, static_cast<const T*>(nullptr), n, stride, first, step, packed,
+                      [&](int64_t, C value, C) { stats.add(value); });
+    stats = allreduce(stats, MergeMaxSum<C>{});
+    // A line of -inf has sum 0: shifting by 0 then gives 0 / 0 = NaN, the CPU reference's
+    // NaN path.
+    const C peak = stats.max == -std::numeric_limits<C>::infinity() ? C(0) : stats.max;
+    const C total = stats.sum;
     if (!valid) return;
     if (log) {
-      const C log_total = ::log(total) + peak;
-      for (int64_t r = first; r < n; r += step)
-        y[r * stride] = store<T>(load(x[r * stride]) - log_total);
+      // (x - peak) - log(total), never x - (peak + log(total)): in float, 1e4 + log(2)
+      // rounds to 10000.6934 and a row [1e4, 1e4] would give -0.69336 for -0.69315.
+      const C log_total = ::log(total);
+      map_line_values(x, static_cast<const T*>(nullptr), y, n, stride, first, step, packed,
+                      [&](int64_t, C value, C) { return (value - peak) - log_total; });
     } else {
-      for (int64_t r = first; r < n; r += step)
-        y[r * stride] = store<T>(exp(load(x[r * stride]) - peak) / total);
+      map_line_values(x, static_cast<const T*>(nullptr), y, n, stride, first, step, packed,
+                      [&](int64_t, C value, C) { return exp(value - peak) / total; });
     }
   }
 };
@@ -69,6 +67,7 @@ struct SoftmaxBackwardLine {
   T* grad_x;
   int64_t n;
   bool log;
+  bool packed;  // rows in 16-byte packs (rows_fit_packs)
 
   template <typename AllReduce>
   __device__ void operator()(int64_t, int64_t base, int64_t stride, int first, int step, bool valid,
@@ -78,18 +77,14 @@ struct SoftmaxBackwardLine {
     const T* ys = y + base;
     T* gx = grad_x + base;
     C dot = C(0);
-    if (valid) {
-      for (int64_t r = first; r < n; r += step) {
-        const C g = load(gy[r * stride]);
-        dot += log ? g : g * load(ys[r * stride]);
-      }
-    }
+    if (valid)
+      for_line_values(gy, ys, n, stride, first, step, packed,
+                      [&](int64_t, C g, C out) { dot += log ? g : g * out; });
     dot = allreduce(dot, Add<C>{});
     if (!valid) return;
-    for (int64_t r = first; r < n; r += step) {
-      const C g = load(gy[r * stride]), out = load(ys[r * stride]);
-      gx[r * stride] = store<T>(log ? g - exp(out) * dot : out * (g - dot));
-    }
+    map_line_values(gy, ys, gx, n, stride, first, step, packed, [&](int64_t, C g, C out) {
+      return log ? g - exp(out) * dot : out * (g - dot);
+    });
   }
 };
 
@@ -99,8 +94,9 @@ void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, in
              int64_t inner, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::softmax");
   dispatch_float(dtype, "softmax", [&]<typename T>() {
+    const bool packed = rows_fit_packs<T>(n, inner, {in, out});
     launch_lines(outer, n, inner, stream,
-                 SoftmaxLine<T>{static_cast<const T*>(in), static_cast<T*>(out), n, log});
+                 SoftmaxLine<T>{static_cast<const T*>(in), static_cast<T*>(out), n, log, packed});
     CUDA_CHECK_LAUNCH();
   });
 }
@@ -109,9 +105,10 @@ void softmax_backward(DType dtype, bool log, const void* grad_y, const void* y, 
                       int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::softmax_backward");
   dispatch_float(dtype, "softmax_backward", [&]<typename T>() {
+    const bool packed = rows_fit_packs<T>(n, inner, {grad_y, y, grad_x});
     launch_lines(outer, n, inner, stream,
                  SoftmaxBackwardLine<T>{static_cast<const T*>(grad_y), static_cast<const T*>(y),
-                                        static_cast<T*>(grad_x), n, log});
+                                        static_cast<T*>(grad_x), n, log, packed});
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -1,6 +1,7 @@
 // batch_norm / batch_norm_relu on CUDA against the CPU reference, f32 / f16 / bf16: outputs,
 // updated running stats and gradients of x, weight and bias, over shapes that take the packed
-// and the scalar paths and the split (multi-block) channel reductions.
+// and the scalar paths and the split (multi-block) channel reductions, by planes and by
+// columns ([rows, channels]: BatchNorm1d and channels-last).
 #include <catch2/catch.hpp>
 
 #include "engine/ops.h"
@@ -25,7 +26,9 @@ Tensor output_and_running_stats(const std::vector<Tensor>& in, bool relu,
 
 TEST_CASE("cuda batch_norm matches the CPU in training and evaluation", "[cuda][batch_norm]") {
   const std::vector<Shape> shapes = {
-      {16, 8},          // BatchNorm1d
+      {16, 8},          // BatchNorm1d: [rows, channels], reduced by columns
+      {40000, 3},       // long columns: split over 79 runs
+      {300, 70},        // three channel tiles, the last one partial
       {4, 3, 5, 7},     // odd spatial size: scalar path
       {8, 16, 8, 8},    // 16-byte packs
       {4, 8, 14, 14},   // VGG's last planes: 8-byte packs for f16 / bf16
@@ -87,7 +90,10 @@ TEST_CASE("cuda batch_norm with f32 parameters beside half activations", "[cuda]
 }
 
 TEST_CASE("batch_norm on channels-last input matches the CPU", "[cuda][batch_norm][layout]") {
-  const std::vector<Shape> shapes = {{4, 3, 5, 7}, {8, 16, 8, 8}, {16, 32, 16, 16}};
+  // Channels-last reaches the kernels as [N * H * W, C, 1]: the column reductions, split
+  // for the larger two (and a partial channel tile for 40 channels).
+  const std::vector<Shape> shapes = {
+      {4, 3, 5, 7}, {8, 16, 8, 8}, {16, 32, 16, 16}, {2, 40, 48, 48}};
   uint64_t seed = 2000;
   for (const Shape& shape : shapes) {
     const int64_t c = shape[1];

@@ -207,3 +207,25 @@ TEST_CASE("cross_entropy rejects bad targets naming the class and position",
              }),
              Catch::Contains("label_smoothing = 1.5"));
 }
+
+TEST_CASE("cross_entropy of equal huge logits keeps the digits of p and the loss",
+          "[ops][cross_entropy]") {
+  // Two equal logits: loss = log(2) and the target's gradient p - 1 = -0.5 at any scale. A
+  // saved log-sum-exp of max + log(2) rounds in f32 (10000.6934 at 1e4: p off by 2e-4, and at
+  // 1e10 it is the max itself, p = 1), and in double at 1e10 the loss is off by 5e-7.
+  for (DType dtype : {DType::f64, DType::f32}) {
+    INFO(dtype_name(dtype));
+    const double tolerance = dtype == DType::f64 ? 1e-15 : 1e-6;
+    for (double scale : {1e4, 1e10, -1e10}) {
+      INFO("logits " << scale);
+      Tensor logits = f64_tensor({scale, scale}, {1, 2}).to(dtype);
+      logits.set_requires_grad(true);
+      const Tensor loss = cross_entropy(logits, i64_tensor({0}, {1}));
+      CHECK(values_of(loss)[0] == Approx(std::log(2.0)).epsilon(tolerance));
+      loss.backward();
+      const std::vector<double> grad = values_of(logits.grad());
+      CHECK(grad[0] == Approx(-0.5).epsilon(tolerance));
+      CHECK(grad[1] == Approx(0.5).epsilon(tolerance));
+    }
+  }
+}

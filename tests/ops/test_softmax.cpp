@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <utility>
 
 #include "engine/ops.h"
 #include "tests/ops/op_test_util.h"
@@ -82,4 +83,20 @@ TEST_CASE("softmax of a 0-d and a one-element dim", "[ops][softmax]") {
   CHECK(softmax(f64_tensor({3.5}, {}), 0).item() == 1.0);
   CHECK(log_softmax(f64_tensor({3.5, -2}, {2, 1}), 1).to_vector<double>() ==
         std::vector<double>{0, 0});
+}
+
+TEST_CASE("log_softmax of equal huge values keeps the digits of log(2)", "[ops][softmax]") {
+  // Each row is two equal scores, so every log-probability is -log(2) whatever the scale;
+  // x - (max + log(sum)) would round log(2) to the spacing of the max (5e-7 at 1e10 in double).
+  for (DType dtype : {DType::f64, DType::f32}) {
+    INFO(dtype_name(dtype));
+    const Tensor x = f64_tensor({1e4, 1e4, 1e8, 1e8, 1e10, 1e10, -1e10, -1e10}, {4, 2}).to(dtype);
+    const double tolerance = dtype == DType::f64 ? 1e-15 : 1e-7;
+    // Along rows, then down the columns of the transposed copy (the strided layout).
+    for (const auto& [input, dim] : {std::pair{x, int64_t(1)}, {x.t().contiguous(), int64_t(0)}}) {
+      for (double v : values_of(log_softmax(input, dim)))
+        CHECK(v == Approx(-std::log(2.0)).epsilon(tolerance));
+      for (double v : values_of(softmax(input, dim))) CHECK(v == Approx(0.5).epsilon(tolerance));
+    }
+  }
 }
