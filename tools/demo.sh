@@ -66,7 +66,7 @@ elif [ "$demo" = fsdd ]; then
     --train "$data/fsdd/train.tsv" --val "$data/fsdd/dev.tsv" --test "$data/fsdd/test.tsv" \
     --batch-size 16 --epochs 20 --optimizer adamw --lr 3e-3 --weight-decay 1e-2 \
     --warmup 1 --schedule cosine --grad-clip 5 --beam-width 8 \
-    --spec-augment --freq-masks 2 --freq-mask-width 8 --time-masks 2 --time-mask-width 10 \
+    --spec-augment --freq-masks 2 --freq-mask-width 8 --time-masks 1 --time-mask-width 6 \
     --speed-perturb --checkpoint-dir "$runs" "$@"
 else
   python3 tools/make_genre_demo.py --out "$data/genre"
