@@ -170,7 +170,7 @@ TEST_CASE("feature description: a saved describe() text gives back its configura
   CHECK_THROWS_WITH(parse_feature_description(bad_rate), Contains("sample_rate='16k'"));
 }
 
-TEST_CASE("track vote: slices vote for their most probable class; ties go to the larger sum",
+TEST_CASE("track vote: slices vote for their most probable class, ties go to the larger sum",
           "[inference]") {
   // Classes 0, 1, 2. Slices vote 1, 2, 1, 2: a tie between 1 and 2, which class 2 wins by its
   // larger summed probability (2.0 against 1.6); class 0 has no vote but a sum of 0.4.
