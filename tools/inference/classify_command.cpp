@@ -1,0 +1,56 @@
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/error.h"
+#include "tools/inference/command_files.h"
+#include "tools/inference/commands.h"
+#include "tools/inference/genre_classifier.h"
+
+namespace sonata {
+namespace {
+
+// "jazz 3/4 0.712": the votes of the track's slices and the mean probability over them.
+std::string score_text(const LabelMap& labels, const ClassVotes& score, int64_t slices) {
+  char mean[32];
+  std::snprintf(mean, sizeof mean, "%.3f", score.probability_sum / double(slices));
+  return str(labels.label(score.label), ' ', score.votes, '/', slices, ' ', mean);
+}
+
+}  // namespace
+
+int classify_command(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"sonata classify: each track's top classes from a VGG19_BN checkpoint"};
+  InferenceArguments arguments;
+  int64_t top_k = 3;
+  add_inference_arguments(app, arguments);
+  app.add_option("--top-k", top_k, "labels printed per file (at most the model's classes)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error, out, err);
+  }
+  try {
+    check_input_files(arguments.files);
+    GenreClassifier classifier(read_trained_checkpoint(arguments.checkpoint),
+                               inference_device(arguments.device));
+    const size_t shown = size_t(std::min(top_k, classifier.labels().size()));
+    for (const std::string& file : arguments.files) {
+      const TrackClasses track = classifier.classify(file);
+      out << file;
+      for (size_t k = 0; k < shown; ++k)
+        out << '\t' << score_text(classifier.labels(), track.ranked[k], track.slices);
+      out << '\n' << std::flush;
+    }
+    return 0;
+  } catch (const std::exception& error) {
+    out.flush();
+    err << "classify: " << error.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace sonata

@@ -1,0 +1,37 @@
+#include <CLI/CLI.hpp>
+
+#include "base/error.h"
+#include "tools/inference/command_files.h"
+#include "tools/inference/commands.h"
+#include "tools/inference/speech_recognizer.h"
+
+namespace sonata {
+
+int transcribe_command(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"sonata transcribe: each audio file's transcript from a DeepSpeech2 checkpoint"};
+  InferenceArguments arguments;
+  int64_t beam_width = 0;
+  add_inference_arguments(app, arguments);
+  app.add_option("--beam-width", beam_width, "prefix beam search this wide (0: greedy)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error, out, err);
+  }
+  try {
+    check_input_files(arguments.files);
+    SpeechRecognizer recognizer(read_trained_checkpoint(arguments.checkpoint),
+                                inference_device(arguments.device));
+    for (const std::string& file : arguments.files)
+      out << file << '\t' << recognizer.transcribe(file, beam_width) << '\n' << std::flush;
+    return 0;
+  } catch (const std::exception& error) {
+    out.flush();
+    err << "transcribe: " << error.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace sonata
