@@ -12,6 +12,10 @@ constexpr size_t kNamedSkips = 5;
 
 }  // namespace
 
+InputPolicy input_policy(const TrainerOptions& options) {
+  return {options.bad_input == "skip", options.max_duration};
+}
+
 std::vector<std::string> load_inputs(int64_t count, int64_t workers, const InputPolicy& policy,
                                      const std::function<void(int64_t)>& load) {
   std::vector<std::string> problems(static_cast<size_t>(count));

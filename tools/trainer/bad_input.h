@@ -12,6 +12,7 @@
 
 #include "data/manifest/manifest_file.h"
 #include "tools/trainer/task.h"
+#include "tools/trainer/trainer_options.h"
 
 namespace sonata {
 
@@ -19,6 +20,9 @@ struct InputPolicy {
   bool skip_bad = false;
   double max_duration = 0;  // seconds; 0: no limit
 };
+
+// --bad-input and --max-duration.
+InputPolicy input_policy(const TrainerOptions& options);
 
 // Runs load(i) for every i in [0, count) on `workers` threads. A load that throws
 // sonata::Error marks its input bad: under stop that error is rethrown (the lowest bad

@@ -29,10 +29,6 @@ std::vector<ClassEntry> entries_of(const std::string& path, const InputPolicy& p
                                              : read_class_manifest(path, manifest_options(policy));
 }
 
-InputPolicy input_policy(const TrainerOptions& o) {
-  return {o.bad_input == "skip", o.max_duration};
-}
-
 const std::string& first_manifest(const TrainerOptions& o) {
   if (!o.train_manifest.empty()) return o.train_manifest;
   return o.val_manifest.empty() ? o.test_manifest : o.val_manifest;

@@ -220,7 +220,7 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
       vocabulary_(std::move(vocabulary)),
       extractor_(options.features.config()),
       compute_dtype_(compute_dtype(options.precision)) {
-  const InputPolicy policy{options.bad_input == "skip", options.max_duration};
+  const InputPolicy policy = input_policy(options);
   std::unique_ptr<FeatureCache> cache;
   if (!options.feature_cache.empty())
     cache = std::make_unique<FeatureCache>(options.feature_cache, extractor_.config());
