@@ -21,6 +21,7 @@
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
 #include "tools/trainer/class_task.h"
+#include "tools/trainer/ctc_reachability.h"
 #include "tools/trainer/speech_task.h"
 #include "tools/trainer/train_loop.h"
 
@@ -110,6 +111,18 @@ TrainerOptions tiny_ds2_options(const std::string& train) {
 }
 
 }  // namespace
+
+TEST_CASE("ctc_min_frames: one frame per label and a blank between equal neighbours",
+          "[trainer][bad_input]") {
+  CHECK(ctc_min_frames({}) == 0);
+  CHECK(ctc_min_frames({3}) == 1);
+  CHECK(ctc_min_frames({3, 3}) == 3);           // 3, blank, 3
+  CHECK(ctc_min_frames({1, 2, 2, 2, 1}) == 7);  // 1 2 _ 2 _ 2 1
+  const std::vector<std::string> lines = ctc_unreachable_clips(
+      {"fits.wav", "tight.wav", "short.wav"}, {{1, 2}, {4, 4}, {4, 4}}, {2, 3, 2});
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Contains("short.wav") && Contains("need 3"));
+}
 
 #if SONATA_WITH_SNDFILE
 TEST_CASE("vgg19_bn: bad tracks stop the run naming them, or are skipped, named and counted",
