@@ -1,14 +1,14 @@
 // featurize: precomputes log-mel features of a manifest's clips into a cache folder that the
 // trainer (--feature-cache) memory-maps; the feature flags are the trainer's.
 //   featurize --manifest train.tsv --out cache/ [--n-mels 80 ...] [--dtype f16] [--workers 2]
-// Interrupted, it resumes: clips already in the folder are kept.
+// Interrupted, it resumes: clips already in the folder are kept. Clips are known by their
+// audio's canonical path, so the trainer finds them whatever path reaches the manifest.
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <thread>
 
 #include "base/error.h"
@@ -51,8 +51,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, tty ? "\rfeaturize: %lld/%lld clips" : "featurize: %lld/%lld clips\n",
                      (long long)done, (long long)total);
     };
-    const sonata::FeaturizeSummary summary = sonata::featurize_clips(
-        clips, std::filesystem::path(manifest).parent_path().string(), config, out, options);
+    const sonata::FeaturizeSummary summary = sonata::featurize_clips(clips, config, out, options);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr,

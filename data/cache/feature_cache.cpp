@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -21,7 +22,8 @@ namespace sonata {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr int kIndexFormat = 1;
+// 2: clips known by their canonical audio path (1: by their path relative to the manifest).
+constexpr int kIndexFormat = 2;
 
 std::map<std::string, std::string> fields_of(const std::string& described) {
   std::map<std::string, std::string> fields;
@@ -59,18 +61,23 @@ std::vector<std::string> feature_config_differences(const std::string& described
   return differences;
 }
 
-std::string cache_file_name(const std::string& clip_path, const std::string& manifest_folder) {
-  const fs::path relative = fs::path(clip_path).lexically_normal().lexically_relative(
-      fs::path(manifest_folder).lexically_normal());
-  fs::path name;
-  for (const fs::path& part : relative.empty() ? fs::path(clip_path).relative_path() : relative)
-    name /= part == ".." ? fs::path("_up_") : part;
-  return name.string() + ".npy";
+std::string clip_key(const std::string& clip_path) {
+  std::error_code error;
+  const fs::path absolute = fs::absolute(clip_path, error);
+  SONATA_CHECK(!error, "cannot make the audio path '", clip_path, "' absolute (", error.message(),
+               ")");
+  const fs::path canonical = fs::weakly_canonical(absolute, error);
+  // A path that cannot be followed (no permission on a folder) is still one name for it.
+  return (error ? absolute.lexically_normal() : canonical).string();
+}
+
+std::string cache_file_name(const std::string& clip_path) {
+  return fs::path(clip_key(clip_path)).relative_path().string() + ".npy";
 }
 
 FeaturizeSummary featurize_clips(const std::vector<std::string>& clip_paths,
-                                 const std::string& manifest_folder, const FeatureConfig& config,
-                                 const std::string& cache_folder, const FeaturizeOptions& options) {
+                                 const FeatureConfig& config, const std::string& cache_folder,
+                                 const FeaturizeOptions& options) {
   SONATA_CHECK(options.dtype == DType::f32 || options.dtype == DType::f16,
                "featurize: --dtype must be f32 or f16");
   const FeatureExtractor extractor(config);
@@ -84,7 +91,7 @@ FeaturizeSummary featurize_clips(const std::vector<std::string>& clip_paths,
                  dtype_name(options.dtype));
   }
   const int64_t count = int64_t(clip_paths.size());
-  std::vector<std::string> names(clip_paths.size());
+  std::vector<std::string> keys(clip_paths.size()), names(clip_paths.size());
   std::vector<int64_t> frames(clip_paths.size(), 0);
   std::vector<char> reused(clip_paths.size(), 0);
   std::vector<double> seconds(clip_paths.size(), 0);
@@ -92,7 +99,8 @@ FeaturizeSummary featurize_clips(const std::vector<std::string>& clip_paths,
   std::atomic<int64_t> done{0};
   parallel_for(count, options.workers, [&](int64_t i) {
     const std::string& clip = clip_paths[size_t(i)];
-    names[size_t(i)] = cache_file_name(clip, manifest_folder);
+    keys[size_t(i)] = clip_key(clip);
+    names[size_t(i)] = fs::path(keys[size_t(i)]).relative_path().string() + ".npy";
     const fs::path target = fs::path(cache_folder) / names[size_t(i)];
     bool have = false;
     if (fs::exists(target)) {
@@ -130,7 +138,7 @@ FeaturizeSummary featurize_clips(const std::vector<std::string>& clip_paths,
   index["clips"] = nlohmann::ordered_json::array();
   FeaturizeSummary summary;
   for (size_t i = 0; i < clip_paths.size(); ++i) {
-    index["clips"].push_back({{"file", names[i]}, {"frames", frames[i]}});
+    index["clips"].push_back({{"audio", keys[i]}, {"file", names[i]}, {"frames", frames[i]}});
     (reused[i] ? summary.reused : summary.written) += 1;
     summary.seconds_of_audio += seconds[i];
   }
@@ -138,9 +146,9 @@ FeaturizeSummary featurize_clips(const std::vector<std::string>& clip_paths,
   if (fs::exists(index_path)) {
     const auto old = nlohmann::ordered_json::parse(std::ifstream(index_path));
     std::map<std::string, bool> listed;
-    for (const std::string& name : names) listed[name] = true;
+    for (const std::string& key : keys) listed[key] = true;
     for (const auto& clip : old["clips"])
-      if (!listed.count(clip["file"].get<std::string>())) index["clips"].push_back(clip);
+      if (!listed.count(clip["audio"].get<std::string>())) index["clips"].push_back(clip);
   }
   const fs::path temporary = index_path.string() + ".tmp";
   {
@@ -164,6 +172,9 @@ FeatureCache::FeatureCache(const std::string& cache_folder, const FeatureConfig&
   } catch (const nlohmann::json::exception& error) {
     throw Error(str("feature cache index ", index_path, " is not valid JSON (", error.what(), ")"));
   }
+  SONATA_CHECK(index.is_object() && index.value("format", 0) != 1, "feature cache ", cache_folder,
+               " was written by an older featurize, which named clips by their path relative to "
+               "the manifest (index format 1); run featurize again into a new folder");
   SONATA_CHECK(index.is_object() && index.value("format", 0) == kIndexFormat &&
                    index.contains("features") && index.contains("clips") && index.contains("dtype"),
                "feature cache index ", index_path, " is not a sonata feature cache index (format ",
@@ -180,26 +191,32 @@ FeatureCache::FeatureCache(const std::string& cache_folder, const FeatureConfig&
   }
   dtype_ = index["dtype"] == "f16" ? DType::f16 : DType::f32;
   for (const auto& clip : index["clips"])
-    frames_[clip["file"].get<std::string>()] = clip["frames"].get<int64_t>();
+    clips_[clip["audio"].get<std::string>()] = {clip["file"].get<std::string>(),
+                                                clip["frames"].get<int64_t>()};
 }
 
-bool FeatureCache::contains(const std::string& clip_path,
-                            const std::string& manifest_folder) const {
-  return frames_.count(cache_file_name(clip_path, manifest_folder)) > 0;
+bool FeatureCache::contains(const std::string& clip_path) const {
+  return clips_.count(clip_key(clip_path)) > 0;
 }
 
-Tensor FeatureCache::features(const std::string& clip_path,
-                              const std::string& manifest_folder) const {
-  const std::string name = cache_file_name(clip_path, manifest_folder);
-  const auto found = frames_.find(name);
-  SONATA_CHECK(found != frames_.end(), "feature cache ", folder_, " has no features for ",
-               clip_path, " (run featurize on its manifest)");
-  const Tensor features = map_npy((fs::path(folder_) / name).string());
-  SONATA_CHECK(
-      features.dim() == 2 && features.size(0) == found->second && features.dtype() == dtype_,
-      "feature cache ", folder_, ": ", name, " holds ", shape_str(features.shape()), " ",
-      dtype_name(features.dtype()), ", the index says ", found->second, " frames of ",
-      dtype_name(dtype_));
+Tensor FeatureCache::features(const std::string& clip_path) const {
+  const std::string key = clip_key(clip_path);
+  const auto found = clips_.find(key);
+  SONATA_CHECK(found != clips_.end(), "feature cache ", folder_, " has no features for ", key,
+               " (run featurize on its manifest)");
+  const Clip& clip = found->second;
+  const Tensor features = map_npy((fs::path(folder_) / clip.file).string());
+  SONATA_CHECK(features.dim() == 2 && features.size(0) == clip.frames && features.dtype() == dtype_,
+               "feature cache ", folder_, ": ", clip.file, " holds ", shape_str(features.shape()),
+               " ", dtype_name(features.dtype()), ", the index says ", clip.frames, " frames of ",
+               dtype_name(dtype_));
+  // A NaN here would reach the loss and be skipped step after step without a name.
+  const Tensor values = features.dtype() == DType::f32 ? features : features.to(DType::f32);
+  const float* data = values.data<float>();
+  for (int64_t i = 0; i < values.numel(); ++i)
+    SONATA_CHECK(std::isfinite(data[i]), "feature cache ", folder_, ": the features of ", key, " (",
+                 clip.file, ") hold ", data[i], " at frame ", i / values.size(1),
+                 "; run featurize again for it");
   return features;
 }
 

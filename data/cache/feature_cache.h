@@ -1,14 +1,21 @@
 #pragma once
-// A feature cache on disk: one .npy per clip ([frames, n_mels], f32 or f16), named after the
-// clip's path relative to its manifest's folder with ".npy" appended (a/b.wav ->
-// DIR/a/b.wav.npy, so a.wav and a.flac never collide; ".." steps become "_up_"), and
+// A feature cache on disk: one .npy per clip ([frames, n_mels], f32 or f16), and
 // DIR/index.json holding describe() of the FeatureConfig, its hash, the dtype and every clip
-// with its frame count. Clips are written atomically (temporary file + rename) and the index
-// last, so an interrupted run resumes where it stopped and a cache without an index is
-// never taken for a finished one.
+// with its audio file, its .npy and its frame count. Clips are written atomically (temporary
+// file + rename) and the index last, so an interrupted run resumes where it stopped and a
+// cache without an index is never taken for a finished one.
 //
-// Readers memory-map the clips (engine/io/npy.h map_npy) and refuse a cache made with other
-// feature parameters, naming each differing field.
+// A clip is known by its audio file's canonical path (absolute, symbolic links resolved,
+// clip_key), so the same audio finds its features however a manifest reached it: through a
+// relative or an absolute manifest path, relative or absolute lines, a link. Its .npy mirrors
+// that path under the cache (/data/a/b.wav -> DIR/data/a/b.wav.npy; a.wav and a.flac never
+// collide, nor do two manifests' "a.wav" in different folders). Caches of the first index
+// format, named by paths relative to the manifest, are refused with the advice to re-run
+// featurize.
+//
+// Readers memory-map the clips (engine/io/npy.h map_npy), refuse a cache made with other
+// feature parameters, naming each differing field, and refuse a clip whose features hold a
+// NaN or an infinity, naming it.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -32,13 +39,16 @@ struct FeaturizeSummary {
   double seconds_of_audio = 0;      // of the clips written
 };
 
+// What the cache knows a clip by: its audio file's absolute path with "." and ".." steps and
+// symbolic links resolved (as far as the path exists).
+std::string clip_key(const std::string& clip_path);
 // The cache file of a clip, relative to the cache folder.
-std::string cache_file_name(const std::string& clip_path, const std::string& manifest_folder);
+std::string cache_file_name(const std::string& clip_path);
 
 // Featurises `clip_paths` (as a manifest resolves them) into `cache_folder`.
 FeaturizeSummary featurize_clips(const std::vector<std::string>& clip_paths,
-                                 const std::string& manifest_folder, const FeatureConfig& config,
-                                 const std::string& cache_folder, const FeaturizeOptions& options);
+                                 const FeatureConfig& config, const std::string& cache_folder,
+                                 const FeaturizeOptions& options);
 
 class FeatureCache {
  public:
@@ -46,17 +56,21 @@ class FeatureCache {
   // differ (e.g. "n_mels: cache 64, wanted 80").
   FeatureCache(const std::string& cache_folder, const FeatureConfig& expected);
 
-  bool contains(const std::string& clip_path, const std::string& manifest_folder) const;
+  bool contains(const std::string& clip_path) const;
   // The clip's features, memory-mapped: [frames, n_mels] in the cache's dtype. Throws naming
-  // the clip and the cache when the clip is not in it.
-  Tensor features(const std::string& clip_path, const std::string& manifest_folder) const;
+  // the clip and the cache when the clip is not in it, or its features are not finite.
+  Tensor features(const std::string& clip_path) const;
   DType dtype() const { return dtype_; }
-  int64_t size() const { return int64_t(frames_.size()); }
+  int64_t size() const { return int64_t(clips_.size()); }
 
  private:
+  struct Clip {
+    std::string file;  // relative to the cache folder
+    int64_t frames = 0;
+  };
   std::string folder_;
   DType dtype_ = DType::f32;
-  std::map<std::string, int64_t> frames_;  // cache file name -> frames
+  std::map<std::string, Clip> clips_;  // by clip_key
 };
 
 // "field: a -> b" for each field where two describe() texts differ.

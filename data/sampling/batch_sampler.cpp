@@ -9,7 +9,7 @@ namespace sonata {
 BatchSampler::~BatchSampler() = default;
 
 BatchSampler::BatchSampler(const char* sampler, const SamplerOptions& options, int64_t dataset_size)
-    : sampler_(sampler), options_(options) {
+    : sampler_(sampler), options_(options), requested_batch_size_(options.batch_size) {
   SONATA_CHECK(options.batch_size > 0, sampler, ": batch_size must be positive, got ",
                options.batch_size);
   SONATA_CHECK(options.world_size > 0, sampler, ": world_size must be positive, got ",
@@ -17,6 +17,9 @@ BatchSampler::BatchSampler(const char* sampler, const SamplerOptions& options, i
   SONATA_CHECK(options.rank >= 0 && options.rank < options.world_size, sampler, ": rank ",
                options.rank, " is outside [0, world_size ", options.world_size, ")");
   SONATA_CHECK(dataset_size > 0, sampler, ": the dataset is empty");
+  if (!options.drop_last)
+    options_.batch_size =
+        std::min(options.batch_size, std::max<int64_t>(1, dataset_size / options.world_size));
 }
 
 void BatchSampler::set_batches_per_epoch(int64_t count, int64_t dataset_size) {

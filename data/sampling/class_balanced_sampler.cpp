@@ -25,7 +25,7 @@ ClassBalancedSampler::ClassBalancedSampler(const std::vector<int64_t>& labels,
   }
   for (auto& [label, items] : by_label) members_.push_back(std::move(items));
   set_batches_per_epoch(
-      sampling::batch_count(sampling::rank_share_size(num_samples_, options), options),
+      sampling::batch_count(sampling::rank_share_size(num_samples_, options_), options_),
       int64_t(labels.size()));
 }
 

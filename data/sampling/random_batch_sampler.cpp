@@ -9,7 +9,7 @@ namespace sonata {
 RandomBatchSampler::RandomBatchSampler(int64_t dataset_size, const SamplerOptions& options)
     : BatchSampler("RandomBatchSampler", options, dataset_size), dataset_size_(dataset_size) {
   set_batches_per_epoch(
-      sampling::batch_count(sampling::rank_share_size(dataset_size, options), options),
+      sampling::batch_count(sampling::rank_share_size(dataset_size, options_), options_),
       dataset_size);
 }
 

@@ -445,8 +445,7 @@ TEST_CASE("trainer: --feature-cache trains exactly as decoding the audio does", 
 
   std::vector<std::string> clips;
   for (int i = 0; i < 8; ++i) clips.push_back(folder.file("train_" + std::to_string(i) + ".wav"));
-  featurize_clips(clips, folder.path().string(), options.features.config(), folder.file("cache"),
-                  FeaturizeOptions{});
+  featurize_clips(clips, options.features.config(), folder.file("cache"), FeaturizeOptions{});
   options.feature_cache = folder.file("cache");
   options.metrics = folder.file("cached.jsonl");
   CHECK(weights_after(options) == decoded);

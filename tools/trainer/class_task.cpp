@@ -4,11 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <numeric>
 
 #include "base/error.h"
 #include "base/nvtx.h"
-#include "base/parallel_for.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
 #include "data/augment/augment_key.h"
@@ -26,8 +24,9 @@ namespace {
 
 constexpr double kTopDb = 80.0;
 
-std::vector<ClassEntry> entries_of(const std::string& path) {
-  return std::filesystem::is_directory(path) ? scan_class_folders(path) : read_class_manifest(path);
+std::vector<ClassEntry> entries_of(const std::string& path, const InputPolicy& policy) {
+  return std::filesystem::is_directory(path) ? scan_class_folders(path)
+                                             : read_class_manifest(path, manifest_options(policy));
 }
 
 const std::string& first_manifest(const TrainerOptions& o) {
@@ -74,7 +73,8 @@ Tensor spectrogram_image(std::span<const float> slice, const FeatureExtractor& e
 ClassTask::ClassTask(const TrainerOptions& options)
     : options_(options),
       extractor_(image_features(options)),
-      labels_(label_map_of(entries_of(first_manifest(options)))),
+      policy_(input_policy(options)),
+      labels_(label_map_of(entries_of(first_manifest(options), policy_))),
       compute_dtype_(compute_dtype(options.precision)) {
   if (!options.train_manifest.empty()) train_ = load("train", options.train_manifest);
   if (!options.val_manifest.empty()) val_ = load("val", options.val_manifest);
@@ -86,41 +86,52 @@ ClassTask::ClassTask(const TrainerOptions& options)
 }
 
 ImageSplit ClassTask::load(const std::string& name, const std::string& manifest) const {
-  const std::vector<ClassEntry> entries = entries_of(manifest);
+  const std::vector<ClassEntry> entries = entries_of(manifest, policy_);
   SONATA_CHECK(!entries.empty(), "--", name, " ", manifest, " lists no tracks");
+  // A label outside the map is a mistake in the manifests, not a bad track: it always stops.
+  std::vector<int64_t> labels;
+  for (const ClassEntry& entry : entries) {
+    const auto label = labels_.find(entry.label);
+    SONATA_CHECK(label.has_value(), manifest, ": label '", entry.label, "' of ", entry.path,
+                 " is not among the ", labels_.size(), " labels of ", first_manifest(options_));
+    labels.push_back(*label);
+  }
   const int64_t rate = options_.features.sample_rate;
   const int64_t slice = int64_t(std::llround(options_.slice_seconds * double(rate)));
   std::vector<std::vector<Tensor>> images(entries.size());
   std::vector<double> seconds(entries.size());
-  std::vector<int64_t> labels(entries.size());
-  parallel_for(int64_t(entries.size()), options_.workers, [&](int64_t i) {
-    const ClassEntry& entry = entries[size_t(i)];
-    const auto label = labels_.find(entry.label);
-    SONATA_CHECK(label.has_value(), manifest, ": label '", entry.label, "' of ", entry.path,
-                 " is not among the ", labels_.size(), " labels of ", first_manifest(options_));
-    labels[size_t(i)] = *label;
-    Audio decoded = decode_audio(entry.path);
-    std::vector<float> audio = decoded.sample_rate == rate
-                                   ? std::move(decoded.samples)
-                                   : resample(decoded.samples, decoded.sample_rate, rate);
-    seconds[size_t(i)] = double(audio.size()) / double(rate);
-    if (int64_t(audio.size()) < slice) audio.resize(size_t(slice), 0.0f);
-    for (int64_t start = 0; start + slice <= int64_t(audio.size()); start += slice)
-      images[size_t(i)].push_back(
-          spectrogram_image(std::span<const float>(audio.data() + start, size_t(slice)), extractor_,
-                            options_.image_width));
-  });
+  const std::vector<std::string> problems =
+      load_inputs(int64_t(entries.size()), options_.workers, policy_, [&](int64_t i) {
+        const ClassEntry& entry = entries[size_t(i)];
+        Audio decoded = decode_audio(entry.path);
+        const std::vector<float> audio = decoded.sample_rate == rate
+                                             ? std::move(decoded.samples)
+                                             : resample(decoded.samples, decoded.sample_rate, rate);
+        seconds[size_t(i)] = double(audio.size()) / double(rate);
+        // Padding a short track to a slice would make a mostly silent image the model learns
+        // as the track's class.
+        SONATA_CHECK(int64_t(audio.size()) >= slice, entry.path, " lasts ", seconds[size_t(i)],
+                     " s, shorter than one --slice-seconds ", options_.slice_seconds, " slice");
+        check_duration(entry.path, seconds[size_t(i)], policy_);
+        for (int64_t start = 0; start + slice <= int64_t(audio.size()); start += slice)
+          images[size_t(i)].push_back(
+              spectrogram_image(std::span<const float>(audio.data() + start, size_t(slice)),
+                                extractor_, options_.image_width));
+      });
   ImageSplit split;
   split.name = name;
-  split.track_count = int64_t(entries.size());
-  for (size_t i = 0; i < entries.size(); ++i) {
+  split.skipped = bad_inputs(problems);
+  for (const size_t i : good_inputs(problems)) {
     for (Tensor& image : images[i]) {
       split.images.push_back(std::move(image));
       split.labels.push_back(labels[i]);
-      split.tracks.push_back(int64_t(i));
+      split.tracks.push_back(split.track_count);
     }
+    ++split.track_count;
     split.seconds += seconds[i];
   }
+  SONATA_CHECK(split.track_count > 0, "--", name, " ", manifest, ": every track is bad (",
+               split.skipped.front(), ")");
   return split;
 }
 
@@ -326,8 +337,16 @@ std::string ClassTask::describe() const {
     if (data->images.empty()) continue;
     text +=
         str("; ", data->name, " ", data->track_count, " tracks, ", data->images.size(), " slices");
+    if (!data->skipped.empty()) text += str(" (", data->skipped.size(), " bad tracks skipped)");
   }
   return text;
+}
+
+DataReport ClassTask::data_report() const {
+  DataReport report;
+  for (const ImageSplit* data : {&train_, &val_, &test_})
+    if (!data->name.empty()) report_skipped(report, data->name, "tracks", data->skipped);
+  return report;
 }
 
 PipelineLayers ClassTask::pipeline_layers() {

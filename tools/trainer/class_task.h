@@ -1,16 +1,18 @@
 #pragma once
 // Music-genre classification with VGG19_BN on spectrogram images, the CCMusic way: each track
-// is cut into fixed-length slices (--slice-seconds; a track shorter than one slice is padded
-// with silence), each slice becomes a dB mel image (--image-height mel bands, the frames
-// resized linearly to --image-width), scaled to [0, 1] over the top 80 dB, replicated to the
-// model's input channels and normalised (x - 0.5) / 0.5. Evaluation reports slice accuracy,
-// the confusion matrix, and track accuracy by majority vote over a track's slices.
+// is cut into fixed-length slices (--slice-seconds; the remainder is dropped, and a track
+// shorter than one slice is bad input, see bad_input.h), each slice becomes a dB mel image
+// (--image-height mel bands, the frames resized linearly to --image-width), scaled to [0, 1] over
+// the top 80 dB, replicated to the model's input channels and normalised (x - 0.5) / 0.5.
+// Evaluation reports slice accuracy, the confusion matrix, and track accuracy by majority vote over
+// a track's slices.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "data/features/spectrogram.h"
 #include "data/manifest/label_map.h"
+#include "tools/trainer/bad_input.h"
 #include "tools/trainer/task.h"
 #include "tools/trainer/trainer_options.h"
 
@@ -20,9 +22,10 @@ struct ImageSplit {
   std::string name;
   std::vector<Tensor> images;  // [H, W] f32 in [-1, 1], one per slice
   std::vector<int64_t> labels;
-  std::vector<int64_t> tracks;  // the slice's track (manifest line), for the vote
+  std::vector<int64_t> tracks;  // the slice's track (among the tracks kept), for the vote
   int64_t track_count = 0;
   double seconds = 0;
+  std::vector<std::string> skipped;  // why each skipped track was bad (--bad-input skip)
 };
 
 // The dB mel image of a slice: [height, width], values in [-1, 1].
@@ -49,6 +52,7 @@ class ClassTask : public Task {
   std::map<std::string, std::string> checkpoint_texts() const override;
   std::string describe() const override;
   const char* item_name() const override { return "img"; }
+  DataReport data_report() const override;
   PipelineLayers pipeline_layers() override;
   PipeValue pipeline_input(const HostBatch& batch, Device device) override;
   Tensor pipeline_loss(const PipeValue& output, const std::vector<Tensor>& batch_tensors,
@@ -64,6 +68,7 @@ class ClassTask : public Task {
 
   TrainerOptions options_;
   FeatureExtractor extractor_;
+  InputPolicy policy_;
   LabelMap labels_;  // from the first manifest given (train, else val, else test)
   ImageSplit train_, val_, test_;
   std::shared_ptr<Module> model_;

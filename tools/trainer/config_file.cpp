@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 #include "base/error.h"
@@ -71,6 +72,13 @@ std::string unquote(const std::string& value, const std::string& where) {
   return value;
 }
 
+// The option a config key sets, found as CLI11 finds it ("--name", "-n", then the name).
+bool names_option(const CLI::App& app, const std::string& name) {
+  return app.get_option_no_throw("--" + name) != nullptr ||
+         (name.size() == 1 && app.get_option_no_throw("-" + name) != nullptr) ||
+         app.get_option_no_throw(name) != nullptr;
+}
+
 std::vector<std::string> flow_list(const std::string& value, const std::string& where) {
   SONATA_CHECK(value.back() == ']', where, ": a list must end with ']', got ", value);
   std::vector<std::string> items;
@@ -89,26 +97,55 @@ std::vector<std::string> flow_list(const std::string& value, const std::string& 
 std::vector<CLI::ConfigItem> JsonYamlConfig::from_config(std::istream& input) const {
   const std::string text{std::istreambuf_iterator<char>(input), std::istreambuf_iterator<char>()};
   const auto first = text.find_first_not_of(" \t\r\n");
+  const bool json = first != std::string::npos && text[first] == '{';
+  // CLI11 hands over a stream; the file it opened is the --config option's value.
+  const CLI::Option* option = app_->get_config_ptr();
+  const std::string file =
+      option != nullptr && !option->results().empty() ? option->results().back() : "";
+  const std::string source =
+      str("config file ", file.empty() ? "" : "'" + file + "' ", json ? "(JSON)" : "(YAML)");
   try {
-    if (first != std::string::npos && text[first] == '{')
-      return parse_json_config(text, "config file (JSON)");
-    return parse_yaml_config(text, "config file (YAML)");
+    const std::vector<ConfigKey> keys =
+        json ? parse_json_config(text, source) : parse_yaml_config(text, source);
+    std::vector<CLI::ConfigItem> items;
+    for (const ConfigKey& key : keys) {
+      // Checked here because CLI11's own error says "INI was not able to parse" and no file.
+      SONATA_CHECK(names_option(*app_, key.item.name), source,
+                   key.line > 0 ? str(" line ", key.line) : std::string(), ": unknown key '",
+                   key.written, "': there is no option --", key.item.name, " (--help lists them)");
+      items.push_back(key.item);
+    }
+    return items;
   } catch (const Error& error) {
     // CLI11 reports this as a usage error with its own exit code.
     throw CLI::ConversionError(error.what());
   }
 }
 
-std::vector<CLI::ConfigItem> parse_json_config(const std::string& text, const std::string& source) {
+std::vector<ConfigKey> parse_json_config(const std::string& text, const std::string& source) {
+  // nlohmann keeps one value of a repeated key; the parse callback sees every top-level key.
+  std::map<std::string, std::string> seen;  // option name -> the key as written
+  auto refuse_repeats = [&](int depth, nlohmann::json::parse_event_t event,
+                            nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1) {
+      const std::string key = parsed.get<std::string>();
+      const auto [earlier, fresh] = seen.emplace(option_name(key), key);
+      SONATA_CHECK(
+          fresh, source, ": key '", key, "' is given twice",
+          earlier->second == key ? std::string() : str(" (also as '", earlier->second, "')"),
+          "; keep one");
+    }
+    return true;
+  };
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(text);
+    root = nlohmann::json::parse(text, refuse_repeats);
   } catch (const nlohmann::json::exception& error) {
     throw Error(str(source, ": not valid JSON (", error.what(), ")"));
   }
   SONATA_CHECK(root.is_object(), source, ": expected one JSON object of option names, got ",
                root.type_name());
-  std::vector<CLI::ConfigItem> items;
+  std::vector<ConfigKey> keys;
   for (const auto& [key, value] : root.items()) {
     std::vector<std::string> inputs;
     if (value.is_array()) {
@@ -118,13 +155,14 @@ std::vector<CLI::ConfigItem> parse_json_config(const std::string& text, const st
                    "' holds an object; the config is one flat object of option names");
       inputs.push_back(json_scalar(value, key, source));
     }
-    items.push_back(item(key, std::move(inputs)));
+    keys.push_back({key, 0, item(key, std::move(inputs))});
   }
-  return items;
+  return keys;
 }
 
-std::vector<CLI::ConfigItem> parse_yaml_config(const std::string& text, const std::string& source) {
-  std::vector<CLI::ConfigItem> items;
+std::vector<ConfigKey> parse_yaml_config(const std::string& text, const std::string& source) {
+  std::vector<ConfigKey> keys;
+  std::map<std::string, size_t> seen;  // option name -> its entry in keys
   std::stringstream lines(text);
   std::string raw;
   int64_t number = 0;
@@ -137,7 +175,7 @@ std::vector<CLI::ConfigItem> parse_yaml_config(const std::string& text, const st
     if (content.empty() || content == "---") continue;
     if (content.rfind("- ", 0) == 0 || content == "-") {
       SONATA_CHECK(open_list, where, ": a list item without a key above it");
-      items.back().inputs.push_back(unquote(trim(content.substr(1)), where));
+      keys.back().item.inputs.push_back(unquote(trim(content.substr(1)), where));
       continue;
     }
     SONATA_CHECK(line.find_first_not_of(" \t") == 0, where,
@@ -147,20 +185,25 @@ std::vector<CLI::ConfigItem> parse_yaml_config(const std::string& text, const st
                  content, "'");
     const std::string key = trim(content.substr(0, colon));
     const std::string value = trim(content.substr(colon + 1));
+    // YAML readers differ on a repeated key (PyYAML keeps the last, CLI11 the first): refuse.
+    const auto [earlier, fresh] = seen.emplace(option_name(key), keys.size());
+    SONATA_CHECK(fresh, where, ": key '", key, "' is given twice (first on line ",
+                 keys[earlier->second].line, "); keep one");
     open_list = value.empty();
     if (open_list) {
-      items.push_back(item(key, {}));
+      keys.push_back({key, number, item(key, {})});
     } else if (value.front() == '[') {
-      items.push_back(item(key, flow_list(value, where)));
+      keys.push_back({key, number, item(key, flow_list(value, where))});
     } else {
       SONATA_CHECK(value.front() != '{', where, ": key '", key,
                    "' holds a mapping; the config is one flat mapping of option names");
-      items.push_back(item(key, {unquote(value, where)}));
+      keys.push_back({key, number, item(key, {unquote(value, where)})});
     }
   }
-  for (const CLI::ConfigItem& entry : items)
-    SONATA_CHECK(!entry.inputs.empty(), source, ": key '", entry.name, "' has no value");
-  return items;
+  for (const ConfigKey& entry : keys)
+    SONATA_CHECK(!entry.item.inputs.empty(), source, " line ", entry.line, ": key '", entry.written,
+                 "' has no value");
+  return keys;
 }
 
 }  // namespace sonata

@@ -2,12 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <numeric>
 
 #include "base/error.h"
 #include "base/nvtx.h"
-#include "base/parallel_for.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
 #include "data/augment/augment_key.h"
@@ -21,10 +18,14 @@
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "models/ctc_decode.h"
+#include "tools/trainer/ctc_reachability.h"
 #include "tools/trainer/precision.h"
 
 namespace sonata {
 namespace {
+
+// Clips named in a start-up warning; the count gives the rest.
+constexpr size_t kNamedClips = 5;
 
 // Kaldi's and NeMo's usual speed-perturbation set.
 constexpr double kSpeedFactors[] = {0.9, 1.0, 1.1};
@@ -146,80 +147,62 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
                               bool keep_audio, bool featurise) {
   SpeechSplit split;
   split.name = name;
-  const std::vector<AsrEntry> entries = read_asr_manifest(manifest);
+  const std::vector<AsrEntry> entries = read_asr_manifest(manifest, manifest_options(policy));
   SONATA_CHECK(!entries.empty(), "--", name, " manifest ", manifest, " lists no clips");
   const int64_t count = int64_t(entries.size());
   const int64_t rate = extractor.config().sample_rate;
 
   std::vector<std::vector<float>> audio(entries.size());
-  const std::string manifest_folder = std::filesystem::path(manifest).parent_path().string();
-  if (cache) split.features.resize(entries.size());
-  split.targets.resize(entries.size());
-  split.transcripts.resize(entries.size());
+  std::vector<Tensor> features(cache ? entries.size() : 0);
+  std::vector<std::vector<int64_t>> targets(entries.size());
+  std::vector<std::string> transcripts(entries.size());
   std::vector<int64_t> dropped(entries.size(), 0);
-  std::vector<std::string> problems(entries.size());
   const double frame_seconds = double(extractor.config().resolved_hop_length()) / double(rate);
-  parallel_for(count, workers, [&](int64_t i) {
+  const std::vector<std::string> problems = load_inputs(count, workers, policy, [&](int64_t i) {
     const AsrEntry& entry = entries[size_t(i)];
-    try {
-      double seconds = 0;
-      if (cache) {
-        // f32 stays memory-mapped; f16 is widened once here, since batches are built in f32.
-        const Tensor cached = cache->features(entry.path, manifest_folder);
-        split.features[size_t(i)] = cached.dtype() == DType::f32 ? cached : cached.to(DType::f32);
-        seconds = double(cached.size(0)) * frame_seconds;
-      } else {
-        Audio decoded = decode_audio(entry.path);
-        audio[size_t(i)] = decoded.sample_rate == rate
-                               ? std::move(decoded.samples)
-                               : resample(decoded.samples, decoded.sample_rate, rate);
-        seconds = double(audio[size_t(i)].size()) / double(rate);
-        // Too short for one STFT frame: found here, where it can be skipped, not in log_mel.
-        const FeatureConfig& config = extractor.config();
-        const int64_t need = config.center ? config.n_fft / 2 + 1 : config.n_fft;
-        SONATA_CHECK(int64_t(audio[size_t(i)].size()) >= need, entry.path, " holds ",
-                     audio[size_t(i)].size(), " samples, fewer than the ", need,
-                     " one feature frame needs");
-      }
-      SONATA_CHECK(policy.max_duration <= 0 || seconds <= policy.max_duration, entry.path,
-                   " lasts ", seconds, " s, longer than --max-duration ", policy.max_duration);
-      const std::string where = manifest + " line " + std::to_string(i + 1);
-      const NormalisedText text = normalise(vocabulary, entry.transcript, where);
-      split.transcripts[size_t(i)] = text.text;
-      split.targets[size_t(i)] = vocabulary.encode(text.text);
-      dropped[size_t(i)] = text.dropped;
-    } catch (const Error& error) {
-      if (!policy.skip_bad) throw;
-      problems[size_t(i)] = error.what();
-      audio[size_t(i)].clear();
+    double seconds = 0;
+    if (cache) {
+      // f32 stays memory-mapped; f16 is widened once here, since batches are built in f32.
+      const Tensor cached = cache->features(entry.path);
+      features[size_t(i)] = cached.dtype() == DType::f32 ? cached : cached.to(DType::f32);
+      seconds = double(cached.size(0)) * frame_seconds;
+    } else {
+      Audio decoded = decode_audio(entry.path);
+      audio[size_t(i)] = decoded.sample_rate == rate
+                             ? std::move(decoded.samples)
+                             : resample(decoded.samples, decoded.sample_rate, rate);
+      seconds = double(audio[size_t(i)].size()) / double(rate);
+      // Too short for one STFT frame: found here, where it can be skipped, not in log_mel.
+      const FeatureConfig& config = extractor.config();
+      const int64_t need = config.center ? config.n_fft / 2 + 1 : config.n_fft;
+      SONATA_CHECK(int64_t(audio[size_t(i)].size()) >= need, entry.path, " holds ",
+                   audio[size_t(i)].size(), " samples, fewer than the ", need,
+                   " one feature frame needs");
     }
+    check_duration(entry.path, seconds, policy);
+    const std::string where = manifest + " line " + std::to_string(i + 1);
+    const NormalisedText text = normalise(vocabulary, entry.transcript, where);
+    transcripts[size_t(i)] = text.text;
+    targets[size_t(i)] = vocabulary.encode(text.text);
+    dropped[size_t(i)] = text.dropped;
   });
-  split.dropped_characters = std::accumulate(dropped.begin(), dropped.end(), int64_t(0));
   // --bad-input skip: the bad clips leave every list, and their reasons are kept.
-  size_t kept = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (!problems[i].empty()) {
-      split.skipped.push_back(std::move(problems[i]));
-      continue;
-    }
-    if (kept != i) {  // a self-move would empty the vectors
-      if (cache) split.features[kept] = std::move(split.features[i]);
-      audio[kept] = std::move(audio[i]);
-      split.targets[kept] = std::move(split.targets[i]);
-      split.transcripts[kept] = std::move(split.transcripts[i]);
-    }
-    ++kept;
+  split.skipped = bad_inputs(problems);
+  for (const size_t i : good_inputs(problems)) {
+    split.paths.push_back(entries[i].path);
+    if (cache) split.features.push_back(std::move(features[i]));
+    split.targets.push_back(std::move(targets[i]));
+    split.transcripts.push_back(std::move(transcripts[i]));
+    split.dropped_characters += dropped[i];
+    const size_t kept = split.paths.size() - 1;
+    if (kept != i) audio[kept] = std::move(audio[i]);  // a self-move would empty it
   }
-  if (cache) split.features.resize(kept);
-  audio.resize(kept);
-  split.targets.resize(kept);
-  split.transcripts.resize(kept);
-  SONATA_CHECK(kept > 0, "--", name, " manifest ", manifest, ": every clip is bad (",
+  audio.resize(split.paths.size());
+  SONATA_CHECK(!split.paths.empty(), "--", name, " manifest ", manifest, ": every clip is bad (",
                split.skipped.empty() ? std::string("none listed") : split.skipped.front(), ")");
 
   if (cache) {
-    for (const Tensor& features : split.features)
-      split.seconds += double(features.size(0)) * frame_seconds;
+    for (const Tensor& clip : split.features) split.seconds += double(clip.size(0)) * frame_seconds;
     return split;
   }
   std::vector<std::span<const float>> clips;
@@ -237,7 +220,7 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
       vocabulary_(std::move(vocabulary)),
       extractor_(options.features.config()),
       compute_dtype_(compute_dtype(options.precision)) {
-  const InputPolicy policy{options.bad_input == "skip", options.max_duration};
+  const InputPolicy policy = input_policy(options);
   std::unique_ptr<FeatureCache> cache;
   if (!options.feature_cache.empty())
     cache = std::make_unique<FeatureCache>(options.feature_cache, extractor_.config());
@@ -257,13 +240,42 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
   model_ = make_speech_model(options, vocabulary_.size());
 }
 
-std::vector<int64_t> SpeechTask::train_lengths() const {
+std::vector<int64_t> SpeechTask::input_frames(const SpeechSplit& data) const {
   std::vector<int64_t> lengths;
-  for (const Tensor& features : train_.features) lengths.push_back(features.size(0));
-  if (train_.features.empty())
-    for (const auto& samples : train_.audio)
+  for (const Tensor& features : data.features) lengths.push_back(features.size(0));
+  if (data.features.empty())
+    for (const auto& samples : data.audio)
       lengths.push_back(extractor_.frames(int64_t(samples.size())));
   return lengths;
+}
+
+std::vector<int64_t> SpeechTask::train_lengths() const {
+  return input_frames(train_);
+}
+
+DataReport SpeechTask::data_report() const {
+  DataReport report;
+  for (const SpeechSplit* data : {&train_, &val_, &test_}) {
+    if (data->clips() == 0) continue;
+    report_skipped(report, data->name, "clips", data->skipped);
+    // At the recorded speed (--speed-perturb's 1.1 may shorten a clip below it some epochs).
+    std::vector<int64_t> output_frames;
+    for (const int64_t frames : input_frames(*data))
+      output_frames.push_back(model_->output_frames(frames));
+    const std::vector<std::string> unreachable =
+        ctc_unreachable_clips(data->paths, data->targets, output_frames);
+    report.counts[data->name + "_ctc_unreachable"] = int64_t(unreachable.size());
+    if (unreachable.empty()) continue;
+    std::string line = str("warning: ", data->name, ": ", unreachable.size(), " of ", data->clips(),
+                           " clips have a transcript too long for CTC to align in the model's "
+                           "output frames; their loss is 0 (zero_infinity) and they teach nothing");
+    for (size_t i = 0; i < unreachable.size() && i < kNamedClips; ++i)
+      line += "\n  " + unreachable[i];
+    if (unreachable.size() > kNamedClips)
+      line += str("\n  ... and ", unreachable.size() - kNamedClips, " more");
+    report.lines.push_back(line);
+  }
+  return report;
 }
 
 const SpeechSplit& SpeechTask::split(const std::string& name) const {

@@ -13,6 +13,7 @@
 #include "data/features/spectrogram.h"
 #include "data/text/vocabulary.h"
 #include "models/ds2.h"
+#include "tools/trainer/bad_input.h"
 #include "tools/trainer/task.h"
 #include "tools/trainer/trainer_options.h"
 
@@ -21,7 +22,8 @@ namespace sonata {
 // One manifest's clips, featurised.
 struct SpeechSplit {
   std::string name;
-  std::vector<Tensor> features;  // [frames, n_mels] f32 CPU; none when featurised per step
+  std::vector<std::string> paths;  // each clip's audio file, as the manifest resolves it
+  std::vector<Tensor> features;    // [frames, n_mels] f32 CPU; none when featurised per step
   // At the feature rate, when kept (--speed-perturb, --features-on step).
   std::vector<std::vector<float>> audio;
   std::vector<std::vector<int64_t>> targets;
@@ -33,16 +35,10 @@ struct SpeechSplit {
   int64_t clips() const { return int64_t(targets.size()); }
 };
 
-// --bad-input and --max-duration: a clip that cannot be used (unreadable, corrupt, empty,
-// NaN samples, a transcript with nothing in the vocabulary, too long) stops the run with its
-// reason, or is skipped and counted.
-struct InputPolicy {
-  bool skip_bad = false;
-  double max_duration = 0;  // seconds; 0: no limit
-};
-
 class FeatureCache;
 
+// A clip that cannot be used (see bad_input.h) stops the load naming it, or under
+// policy.skip_bad is left out with its reason in `skipped`.
 // `cache`: features from a featurize cache (memory-mapped) instead of decoding the audio.
 // `featurise` false (without a cache): the audio is kept and no features are computed.
 SpeechSplit load_speech_split(const std::string& name, const std::string& manifest,
@@ -71,6 +67,7 @@ class SpeechTask : public Task {
   std::map<std::string, std::string> checkpoint_texts() const override;
   std::string describe() const override;
   const char* item_name() const override { return "utt"; }
+  DataReport data_report() const override;
   PipelineLayers pipeline_layers() override;
   PipeValue pipeline_input(const HostBatch& batch, Device device) override;
   Tensor pipeline_loss(const PipeValue& output, const std::vector<Tensor>& batch_tensors,
@@ -81,6 +78,8 @@ class SpeechTask : public Task {
   // step) or images (jittered here under --features-on step), in the compute dtype.
   Tensor model_input(const HostBatch& batch, Device device);
   const SpeechSplit& split(const std::string& name) const;
+  // Each clip's input frames (features, or the frames its kept audio gives).
+  std::vector<int64_t> input_frames(const SpeechSplit& data) const;
   // `training`: the augmentations asked for (SpecAugment, speed) keyed by (epoch, item).
   HostBatch batch_of(const SpeechSplit& split, const std::vector<int64_t>& items, int64_t epoch,
                      bool training) const;

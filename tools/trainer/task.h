@@ -23,6 +23,13 @@ struct EvalCounts {
   std::vector<std::string> examples;
 };
 
+// What loading the data found that a run must show: lines printed once when it starts, and
+// counts for metrics.jsonl's "data" record ("train_skipped", "train_ctc_unreachable", ...).
+struct DataReport {
+  std::vector<std::string> lines;
+  std::map<std::string, int64_t> counts;
+};
+
 struct EvalResult {
   std::map<std::string, double> metrics;  // "cer", "wer", "accuracy", "loss", ...
   std::vector<std::string> report;        // lines for the terminal (transcripts, confusion)
@@ -61,6 +68,8 @@ class Task {
   virtual std::string describe() const = 0;
   // The unit of throughput: "utt" or "img".
   virtual const char* item_name() const = 0;
+  // Inputs skipped under --bad-input skip and other findings of the loading (none here).
+  virtual DataReport data_report() const { return {}; }
 
   // Pipeline parallelism (--pipeline-stages): the model as its sequence of layers, a batch's
   // input to the first layer, and the loss of the last layer's output for that batch (its

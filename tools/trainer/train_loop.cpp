@@ -119,6 +119,8 @@ class Run {
   void track_loss(const Tensor& loss);
   void optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches);
   void log_point(int64_t epoch, int64_t step_in_epoch);
+  // What loading the data found (skipped inputs, warnings): printed, and one "data" record.
+  void report_data();
   EvalResult evaluate(const std::string& split, int64_t epoch);
   void save_checkpoint(const TrainPosition& position, std::optional<double> metric);
   bool finished() const { return step_ >= total_steps_ || stop_requested_; }
@@ -198,6 +200,7 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
 
 TrainResult Run::evaluate_only() {
   progress_.print(str("evaluating on ", device_.str(), ": ", task_.describe()));
+  report_data();
   if (!o_.resume.empty()) {
     const std::string path = resume_path(o_);
     SONATA_CHECK(!path.empty(), "--eval-only --resume auto: no checkpoint in ", o_.checkpoint_dir);
@@ -231,13 +234,19 @@ TrainResult Run::train() {
   // Data-parallel shards: every rank's, or under a pipeline every replica's.
   const int64_t replicas = pipeline_ ? pipeline_->replicas() : world_;
   sampler_ = make_sampler(o_, task_, pipeline_ ? pipeline_->replica() : rank_, replicas);
+  const int64_t batch_size = sampler_->options().batch_size;
+  if (batch_size != o_.batch_size)
+    progress_.print(str("warning: --batch-size ", o_.batch_size, " is more than the ",
+                        task_.train_items(), " training items fill without repeating one in a ",
+                        replicas > 1 ? "global batch" : "batch", ": batches of ", batch_size,
+                        " per process instead"));
   const int64_t batches_per_epoch = sampler_->batches_per_epoch();
   steps_per_epoch_ = (batches_per_epoch + o_.accum_steps - 1) / o_.accum_steps;
   total_steps_ = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch_ * o_.epochs;
   epochs_ = (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_;
   // The global batch: every shard's micro-batches of one optimizer step.
-  const double peak_lr = scale_lr(o_.lr, o_.batch_size * o_.accum_steps * replicas,
-                                  o_.reference_batch, parse_lr_scaling_rule(o_.lr_scaling));
+  const double peak_lr = scale_lr(o_.lr, batch_size * o_.accum_steps * replicas, o_.reference_batch,
+                                  parse_lr_scaling_rule(o_.lr_scaling));
   schedule_in_steps_ = o_.schedule_unit == "steps";
   schedule_ =
       make_schedule(o_, peak_lr, schedule_in_steps_ ? double(total_steps_) : double(epochs_));
@@ -282,14 +291,15 @@ TrainResult Run::train() {
     }
     ddp_ = std::make_unique<DistributedDataParallel>(task_.shared_model(), group_, ddp_options);
     progress_.print(str("data parallel over ", world_, " processes (", group_->backend(),
-                        "), batch ", o_.batch_size, " per process"));
+                        "), batch ", batch_size, " per process"));
   }
   schedule_->apply(*optimizer_, schedule_position(step_));
 
   progress_.print(str("training on ", device_.str(), ": ", task_.describe()));
+  report_data();
   progress_.print(str(total_steps_, " steps (", epochs_, " epochs of ", steps_per_epoch_,
-                      "), batch ", o_.batch_size, " x ", o_.accum_steps, " accumulated x ",
-                      replicas, pipeline_ ? " replicas" : " processes", ", peak lr ", peak_lr,
+                      "), batch ", batch_size, " x ", o_.accum_steps, " accumulated x ", replicas,
+                      pipeline_ ? " replicas" : " processes", ", peak lr ", peak_lr,
                       ", metrics in ", metrics_path_));
   for (int64_t epoch = start.epoch; epoch < epochs_ && !finished() && !result_.stopped_bad;
        ++epoch) {
@@ -508,6 +518,14 @@ void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
   items_since_log_ = 0;
   wait_since_log_ = 0;
   log_start_ = Clock::now();
+}
+
+void Run::report_data() {
+  const DataReport report = task_.data_report();
+  for (const std::string& line : report.lines) progress_.print(line);
+  nlohmann::ordered_json record{{"event", "data"}, {"step", step_}};
+  for (const auto& [name, count] : report.counts) record[name] = count;
+  metrics_.write(record);
 }
 
 EvalResult Run::evaluate(const std::string& split, int64_t epoch) {

@@ -37,7 +37,7 @@ bool one_of(const std::string& value, std::initializer_list<const char*> choices
 }  // namespace
 
 void add_trainer_options(CLI::App& app, TrainerOptions& o) {
-  app.config_formatter(std::make_shared<JsonYamlConfig>());
+  app.config_formatter(std::make_shared<JsonYamlConfig>(&app));
   app.set_config("--config", "", "JSON or YAML file with any of these options (same names)");
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.get_formatter()->column_width(34);
