@@ -26,7 +26,9 @@ constexpr double kExactSum = 8.0 + 0x1p-10;
 constexpr double kFp32Slack = 1e-5;
 constexpr double kTf32Slack = 8 * 0x1p-10;
 
-const TensorOptions kCudaF32 = TensorOptions{}.with(DType::f32).with(Device::cuda());
+TensorOptions cuda_f32() {
+  return TensorOptions{}.with(DType::f32).with(Device::cuda());
+}
 
 std::vector<float> host(const Tensor& t) {
   return t.to(Device::cpu()).contiguous().to_vector<float>();
@@ -34,14 +36,14 @@ std::vector<float> host(const Tensor& t) {
 
 // Every output of a 1x1 convolution over 8 channels of kUnroundable with unit weights.
 std::vector<float> conv_of_unroundable() {
-  const Tensor x = full({2, 8, 5, 5}, kUnroundable, kCudaF32);
-  const Tensor w = ones({3, 8, 1, 1}, kCudaF32);
+  const Tensor x = full({2, 8, 5, 5}, kUnroundable, cuda_f32());
+  const Tensor w = ones({3, 8, 1, 1}, cuda_f32());
   return host(conv2d(x, w));
 }
 
 // Every entry of [4, 8] x [8, 3], the left filled with kUnroundable, the right with ones.
 std::vector<float> gemm_of_unroundable() {
-  return host(matmul(full({4, 8}, kUnroundable, kCudaF32), ones({8, 3}, kCudaF32)));
+  return host(matmul(full({4, 8}, kUnroundable, cuda_f32()), ones({8, 3}, cuda_f32())));
 }
 
 void require_all_near(const std::vector<float>& values, double expected, double slack) {
