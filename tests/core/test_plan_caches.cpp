@@ -38,7 +38,8 @@ TEST_CASE("LruCache keeps the most recently used entries within its bound", "[co
 }
 
 TEST_CASE("LruCache refuses a zero bound and a duplicate key", "[core][cache]") {
-  CHECK_THROWS_AS(LruCache<int, int>(0), Error);
+  using IntCache = LruCache<int, int>;
+  CHECK_THROWS_AS(IntCache(0), Error);
   LruCache<int, int> cache(2);
   cache.insert(5, 50);
   CHECK_THROWS_AS(cache.insert(5, 51), Error);
