@@ -78,7 +78,11 @@ ctest_counts() {
   echo '|---|---|---|'
 } >"$summary"
 
-gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)
+if command -v nvidia-smi >/dev/null 2>&1; then
+  gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)
+else
+  gpu="no GPU (nvidia-smi not found): the GPU stages below fail"
+fi
 row "gpu" "$gpu" "nvcc $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*')"
 
 # The interpreter whose torch the benchmarks compare against; its wheels may also hold cuDNN

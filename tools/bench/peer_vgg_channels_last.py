@@ -7,6 +7,7 @@ PyTorch users run it fast: model and input in torch.channels_last, autocast to b
 (GradScaler for fp16), cudnn.benchmark on. Prints one JSON line in peer_torch.py's schema.
 
   peer_vgg_channels_last.py --precision bf16 [--batch 64] [--steps 10] [--warmup 3]
+  peer_vgg_channels_last.py --device cpu --batch 2 --size 3x32x32 --steps 1   (a dry run)
 """
 import argparse
 import json
@@ -21,15 +22,19 @@ def main():
     ap.add_argument("--size", default="3x224x224", help="CxHxW")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--device", default="cuda", help="cuda (the comparison) or cpu (a dry run)")
     a = ap.parse_args()
 
     import torch
     import torch.nn as nn
     import torchvision
 
+    dev = torch.device(a.device)
+    cuda = dev.type == "cuda"
+    if cuda and not torch.cuda.is_available():
+        sys.exit("peer_vgg_channels_last.py: torch " + torch.__version__ + " sees no CUDA device")
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = True
-    dev = torch.device("cuda")
     c, h, w = map(int, a.size.split("x"))
     model = torchvision.models.vgg19_bn(num_classes=16)
     if c != 3:
@@ -40,30 +45,36 @@ def main():
     y = torch.randint(0, 16, (a.batch,), device=dev)
     loss_fn = nn.CrossEntropyLoss()
     amp = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(a.precision)
-    scaler = torch.cuda.amp.GradScaler(enabled=a.precision == "fp16")
+    scaler = torch.cuda.amp.GradScaler(enabled=cuda and a.precision == "fp16")
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type="cuda", dtype=amp or torch.float32, enabled=amp is not None):
+        with torch.autocast(device_type=dev.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
             loss = loss_fn(model(x), y)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
 
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
     for _ in range(a.warmup):
         step()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
+    sync()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
     for _ in range(a.steps):
         step()
-    torch.cuda.synchronize()
+    sync()
     dt = (time.perf_counter() - start) / a.steps
-    print(json.dumps({"work": "vgg19_bn", "device": "cuda", "precision": a.precision,
-                      "channels_last": True, "batch": a.batch, "step_ms": dt * 1e3,
-                      "images_per_s": a.batch / dt,
-                      "peak_mem_mib": torch.cuda.max_memory_allocated() / 2**20,
-                      "peer": "torch " + torch.__version__}))
+    out = {"work": "vgg19_bn", "device": a.device, "precision": a.precision,
+           "channels_last": True, "batch": a.batch, "step_ms": dt * 1e3,
+           "images_per_s": a.batch / dt, "peer": "torch " + torch.__version__}
+    if cuda:
+        out["peak_mem_mib"] = torch.cuda.max_memory_allocated() / 2**20
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
