@@ -21,9 +21,9 @@ namespace {
 
 constexpr float kUnroundable = 1.0f + 0x1p-13f;
 constexpr double kExactSum = 8.0 + 0x1p-10;
-// What fp32 accumulation of eight exact products may be off by, whatever the algorithm
-// (FFT and Winograd ones round in between): far below TF32's 2^-10.
-constexpr double kFp32Slack = 1e-5;
+// What fp32 may be off by, whatever algorithm cuDNN times fastest (FFT ones round in
+// between, about 1e-6 here): ten times below the 2^-10 that TF32 loses.
+constexpr double kFp32Slack = 1e-4;
 constexpr double kTf32Slack = 8 * 0x1p-10;
 
 TensorOptions cuda_f32() {
