@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "base/math_mode.h"
 #include "engine/device.h"
 
 int main(int argc, char** argv) {
@@ -16,5 +17,8 @@ int main(int argc, char** argv) {
     std::cout << "SKIPPED: " << sonata::cuda_unavailable_reason() << "\n";
     return 77;
   }
+  // The parity tests compare f32 with the CPU at fp32 tolerances, so TF32 (on for
+  // convolutions by default) is off unless a test turns it on (tests/cuda/test_cuda_tf32.cpp).
+  sonata::set_tf32_mode(sonata::Tf32Mode::off);
   return Catch::Session().run(argc, argv);
 }

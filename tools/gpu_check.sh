@@ -3,11 +3,16 @@
 #   1. configure and build with CUDA (MPI and libsndfile off; cuDNN and NCCL found in the
 #      Python wheels of the interpreter that imports torch, when the toolkit lacks them);
 #   2. every CUDA test (ctest -R '^cuda/');
-#   3. the smoke job on the GPU;
-#   4. bench/compare on the GPU against the PyTorch installed there (short repeats);
-#   5. the GPU benchmarks bench/compare does not cover (fp16/bf16, channels-last, CTC with
+#   3. the smoke job on the GPU, then the speech demo's DS2 trained on the GPU in fp32 (TF32
+#      convolutions, the default), bf16 and fp16 from the carried corpus (.deps/speech);
+#   4. VGG19_BN 3x224 batch 64 bf16 channels-last, sonata against PyTorch AMP channels-last
+#      (tools/bench/peer_vgg_channels_last.py), and the top kernels of sonata's run by GPU
+#      time (nsys profile --stats=true, when nsys is installed);
+#   5. bench/compare on the GPU against the PyTorch installed there (short repeats): VGG19_BN,
+#      DS2-small batch 32, log-mel, CTC, kernels, all fp32;
+#   6. the GPU benchmarks bench/compare does not cover (fp16/bf16, channels-last, CTC with
 #      L=300 and cuDNN's CTC, the DDP reducer on CUDA), while time is left;
-#   6. the CPU tests, with whatever time is left (a partial run is reported as such).
+#   7. the CPU tests, with whatever time is left (a partial run is reported as such).
 # Logs and a summary table go into RESULTS_DIR; the table is printed last. A stage that
 # fails is a row of the table and the stages after it still run; the exit status is non-zero
 # when any stage failed.
@@ -15,11 +20,14 @@
 # Environment: PYTHON (the interpreter with torch; default: the first of python3, python,
 # /usr/bin/python3 that imports it), SONATA_BUILD_DIR (build-gpu), SONATA_CUDA_ARCHS (the
 # card's compute capability), SONATA_GPU_CHECK_BUDGET_S (450: stages that would start
-# later are skipped), SONATA_GPU_BENCH=0 (no stages 4 and 5).
-# On the lent GPU machines (no Debian packages, no network): run tools/fetch_gpu_deps.sh here
-# first and carry .deps; copy ../shared/bench/peer_torch.py to shared/bench/ (only the
-# checkout travels). RESULTS_DIR holds 7 files (the device tool brings back 8 at most):
-# summary.md, build.log, cuda_tests.log, cpu_tests.log, compare.md, bench.jsonl, bench.log.
+# later are skipped), SONATA_GPU_BENCH=0 (no stages 4 to 6), SONATA_GPU_TRAIN=0 (no
+# training in stage 3), SONATA_SPEECH_DATA (.deps/speech).
+# On the lent GPU machines (no Debian packages, no network): run tools/fetch_gpu_deps.sh and
+# tools/make_gpu_check_corpus.sh here first and carry .deps; copy
+# ../shared/bench/peer_torch.py to shared/bench/ (only the checkout travels). RESULTS_DIR
+# holds 8 files (the device tool brings back 8 at most): summary.md, build.log,
+# cuda_tests.log, cpu_tests.log, compare.md, bench.jsonl, bench.log (training logs too),
+# kernels.log.
 set -uo pipefail
 results=${1:-${OUT:-results}}
 mkdir -p "$results" && results=$(cd "$results" && pwd) || exit 2
@@ -70,7 +78,11 @@ ctest_counts() {
   echo '|---|---|---|'
 } >"$summary"
 
-gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)
+if command -v nvidia-smi >/dev/null 2>&1; then
+  gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)
+else
+  gpu="no GPU (nvidia-smi not found): the GPU stages below fail"
+fi
 row "gpu" "$gpu" "nvcc $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*')"
 
 # The interpreter whose torch the benchmarks compare against; its wheels may also hold cuDNN
@@ -149,7 +161,82 @@ elif [ ! -x "$build/smoke" ]; then
   failed "smoke (cuda)" "not built"
 fi
 
-# 4. sonata against PyTorch, runs alternating (bench/compare): every workload in fp32.
+# The speech demo's model (8-channel convolutions, two BiLSTM layers of 128) trained from
+# the feature cache that tools/make_gpu_check_corpus.sh writes: GPU machines have neither
+# espeak-ng nor libsndfile to make or decode the audio.
+speech=${SONATA_SPEECH_DATA:-.deps/speech}
+train_speech() {  # train_speech PRECISION
+  local name="train speech $1 (cuda)" rc t0
+  has_time "$name" 25 || return 0
+  echo "== trainer --precision $1 (TF32 for f32 convolutions, the default)" >>"$benchlog"
+  t0=$(date +%s)
+  bounded 60 "$build/trainer" --model ds2 --conv-channels 8 --hidden 128 --layers 2 \
+    --train "$speech/train.tsv" --val "$speech/dev.tsv" --feature-cache "$speech/cache" \
+    --device cuda --precision "$1" --batch-size 16 --epochs 4 --optimizer adamw --lr 3e-3 \
+    --weight-decay 1e-2 --warmup 0.5 --schedule cosine --grad-clip 5 --beam-width 0 \
+    --show-transcripts 0 --progress lines --log-every 30 --metrics "$(mktemp)" >>"$benchlog" 2>&1
+  rc=$?
+  if [ "$rc" = 0 ]; then
+    row "$name" "ok" "$(grep '^val:' "$benchlog" | tail -1) in $(($(date +%s) - t0)) s"
+  else
+    failed "$name" "rc=$rc; bench.log"
+  fi
+}
+if [ "${SONATA_GPU_TRAIN:-1}" = 1 ]; then
+  if [ ! -x "$build/trainer" ]; then
+    failed "train speech (cuda)" "trainer not built"
+  elif [ ! -f "$speech/train.tsv" ] || [ ! -f "$speech/cache/index.json" ]; then
+    row "train speech (cuda)" "skipped" "no corpus in $speech (run tools/make_gpu_check_corpus.sh before, on a machine with espeak-ng)"
+  else
+    for precision in fp32 bf16 fp16; do train_speech "$precision"; done
+  fi
+fi
+
+# 4. VGG19_BN bf16 channels-last against PyTorch AMP channels-last, then where sonata's
+# time goes in that run.
+bench() {  # bench NAME COMMAND...
+  local name=$1 rc
+  shift
+  has_time "bench $name" 25 || return 0
+  echo "== $*" >>"$benchlog"
+  bounded 60 "$@" >>"$results/bench.jsonl" 2>>"$benchlog"
+  rc=$?
+  if [ "$rc" = 0 ]; then
+    row "bench $name" "ok" "$(tail -1 "$results/bench.jsonl" | grep -oE '"(step_ms|images_per_s)": [0-9.]*' | tr '\n' ' ')"
+  else
+    failed "bench $name" "rc=$rc; bench.log"
+  fi
+}
+vgg=(--work vgg19_bn --device cuda --steps 10 --warmup 3)
+if [ "${SONATA_GPU_BENCH:-1}" = 1 ]; then
+  if [ -x "$build/bench_models" ]; then
+    bench "sonata vgg19_bn bf16 nhwc" "$build/bench_models" "${vgg[@]}" --precision bf16 --channels-last
+  else
+    failed "bench sonata vgg19_bn bf16 nhwc" "bench_models not built"
+  fi
+  if [ -n "$py" ]; then
+    bench "torch vgg19_bn bf16 nhwc (amp)" "$py" tools/bench/peer_vgg_channels_last.py --precision bf16 --steps 10 --warmup 3
+  else
+    row "bench torch vgg19_bn bf16 nhwc (amp)" "skipped" "no interpreter imports torch"
+  fi
+  if ! command -v nsys >/dev/null 2>&1; then
+    row "kernels (nsys)" "skipped" "nsys is not installed"
+  elif [ -x "$build/bench_models" ] && has_time "kernels (nsys)" 40; then
+    report=$(mktemp -d)
+    bounded 90 nsys profile --stats=true --force-overwrite true -o "$report/vgg" \
+      "$build/bench_models" --work vgg19_bn --device cuda --precision bf16 --channels-last \
+      --steps 3 --warmup 2 >"$results/kernels.log" 2>&1
+    rc=$?
+    rm -rf "$report"
+    if [ "$rc" = 0 ]; then
+      row "kernels (nsys)" "ok" "vgg19_bn bf16 nhwc, 5 steps: cuda_gpu_kern_sum in kernels.log"
+    else
+      failed "kernels (nsys)" "rc=$rc; kernels.log"
+    fi
+  fi
+fi
+
+# 5. sonata against PyTorch, runs alternating (bench/compare): every workload in fp32.
 peer=../shared/bench/peer_torch.py
 [ -f "$peer" ] || peer=shared/bench/peer_torch.py
 if [ "${SONATA_GPU_BENCH:-1}" = 1 ] && [ ! -x "$build/bench_models" ]; then
@@ -175,25 +262,15 @@ elif [ "${SONATA_GPU_BENCH:-1}" = 1 ] && has_time "compare (cuda)" 60; then
   fi
 fi
 
-# 5. What bench/compare does not cover, one bounded run each, in order of interest.
-bench() {  # bench NAME COMMAND...
-  local name=$1 rc
-  shift
-  has_time "bench $name" 25 || return 0
-  echo "== $*" >>"$benchlog"
-  bounded 60 "$@" >>"$results/bench.jsonl" 2>>"$benchlog"
-  rc=$?
-  if [ "$rc" = 0 ]; then
-    row "bench $name" "ok" "$(tail -1 "$results/bench.jsonl" | grep -o '"step_ms": [0-9.]*')"
-  else
-    failed "bench $name" "rc=$rc; bench.log"
-  fi
-}
+# 6. What bench/compare does not cover, one bounded run each, in order of interest.
 if [ "${SONATA_GPU_BENCH:-1}" = 1 ]; then
   s=(--steps 10 --warmup 3)
   for precision in bf16 fp16; do
-    bench "sonata vgg19_bn $precision nhwc" "$build/bench_models" --work vgg19_bn --device cuda --precision "$precision" --channels-last "${s[@]}"
-    [ -n "$py" ] && [ -f "$peer" ] && bench "torch vgg19_bn $precision" "$py" "$peer" --work vgg19_bn --device cuda --precision "$precision" "${s[@]}"
+    # bf16 channels-last ran in stage 4.
+    if [ "$precision" = fp16 ]; then
+      bench "sonata vgg19_bn $precision nhwc" "$build/bench_models" --work vgg19_bn --device cuda --precision "$precision" --channels-last "${s[@]}"
+    fi
+    [ -n "$py" ] && [ -f "$peer" ] && bench "torch vgg19_bn $precision nchw" "$py" "$peer" --work vgg19_bn --device cuda --precision "$precision" "${s[@]}"
     bench "sonata vgg19_bn $precision nchw" "$build/bench_models" --work vgg19_bn --device cuda --precision "$precision" "${s[@]}"
   done
   bench "sonata vgg19_bn fp32 nhwc" "$build/bench_models" --work vgg19_bn --device cuda --channels-last "${s[@]}"
@@ -208,7 +285,7 @@ if [ "${SONATA_GPU_BENCH:-1}" = 1 ]; then
   bench "sonata ddp world1 bf16" "$build/bench_ddp" --device cuda --batch 32 --frames 400 --steps 5 --comm-dtype bf16
 fi
 
-# 6. The CPU tests with the time that is left (no OpenBLAS here: the built-in GEMM is slow).
+# 7. The CPU tests with the time that is left (no OpenBLAS here: the built-in GEMM is slow).
 if [ "$configured" != 0 ] || [ ! -x "$build/tests/sonata_tests" ]; then
   failed "CPU tests" "not built"
 elif has_time "CPU tests" 30; then

@@ -1,11 +1,14 @@
 #pragma once
-// 2-D convolution (NCHW, groups = 1) through cuDNN's convolution API: f16 and bf16 on tensor
-// cores with fp32 accumulation, f32 in full fp32 (no TF32, so that it matches the CPU
-// reference tightly), f64. Same interface as kernels/cpu/conv.h plus the stream.
+// 2-D convolution (NCHW or NHWC, groups = 1) through cuDNN's convolution API: f16 and bf16
+// on tensor cores with fp32 accumulation, f32 with TF32 allowed or not as base/math_mode.h
+// says (off: full fp32, matching the CPU reference tightly), f64. Same interface as
+// kernels/cpu/conv.h plus the stream.
 //
-// conv2d_workspace_bytes picks the pass's algorithm (once per shape and dtype, then cached)
-// and returns the scratch it needs, at most 256 MiB; the caller allocates that much on the
-// device and passes it to the pass. Without cuDNN at build time every function throws.
+// conv2d_workspace_bytes picks the pass's algorithm (once per shape, dtype, TF32 mode and
+// determinism, by timing every algorithm with cudnnFind unless the search is set to
+// heuristic; then cached) and returns the scratch it needs, at most 256 MiB; the caller
+// allocates that much on the device and passes it to the pass. Without cuDNN at build time
+// every function throws.
 #include <cstddef>
 #include <cstdint>
 
@@ -18,6 +21,16 @@ namespace sonata::kernels::cuda {
 
 size_t conv2d_workspace_bytes(DType dtype, const Conv2dShape& shape, ConvPass pass,
                               cudaStream_t stream);
+
+// How algorithms are chosen: measured (cudnnFind, as PyTorch's cudnn.benchmark; the
+// default) or heuristic (cuDNN's ranking, no timing runs). Applies to shapes not yet cached.
+enum class ConvAlgorithmSearch { measured, heuristic };
+void set_conv_algorithm_search(ConvAlgorithmSearch search);
+
+// Plans (descriptors and chosen algorithms) kept at most, least recently used evicted first.
+inline constexpr size_t kDefaultConvPlanCacheCapacity = 64;
+void set_conv_plan_cache_capacity(size_t capacity);  // at least 1
+size_t conv_plan_cache_size();
 
 // y = conv(x, weight) + bias; bias may be null.
 void conv2d_forward(DType dtype, const Conv2dShape& shape, const void* x, const void* weight,

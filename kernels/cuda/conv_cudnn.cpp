@@ -1,28 +1,46 @@
 // conv2d on CUDA through cuDNN's convolution API (host code; the bias kernels are in
 // conv_bias.cu).
 //
-// Algorithms come from cuDNN's heuristics (cudnnGet*Algorithm_v7), not from timing runs
-// (cudnnFind*): the heuristics need no buffers and no device synchronisation, so choosing
-// never stalls the step loop. The first candidate that runs in the requested math mode and
-// fits the 256 MiB workspace cap is taken, once per (device, dtype, shape), and cached.
+// Algorithms are chosen by measurement, as PyTorch's cudnn.benchmark: the first time a
+// (device, dtype, shape, TF32 mode, determinism) is seen, cudnnFind*AlgorithmEx times every
+// algorithm on scratch tensors of the pass's shapes (stream-ordered, from the same memory
+// pool as the engine's tensors) and the fastest allowed one within the 256 MiB workspace
+// cap is kept. Finding blocks the host once per shape; DS2 buckets its lengths, so few
+// shapes occur. set_conv_algorithm_search(heuristic) uses cuDNN's heuristics instead (no
+// timing runs), and is also the fallback when the scratch cannot be allocated.
+//
+// Plans (descriptors and the chosen algorithms) live in a bounded LRU cache (64 by default,
+// set_conv_plan_cache_capacity): DS2 sees a new time length per bucket, and an unbounded
+// map would keep every one. cuDNN's legacy descriptors are host-side structures whose
+// values are read when a call is enqueued (PyTorch creates and destroys them around every
+// call), so an evicted plan is destroyed as soon as no thread holds it, with no
+// synchronisation.
 //
 // Math: f16 and bf16 run on tensor cores with fp32 accumulation (PSEUDO_HALF/BF16 configs);
-// f32 uses CUDNN_FMA_MATH, because CUDNN_DEFAULT_MATH lets cuDNN use TF32 on Ampere and
-// later, whose 10-bit mantissa would break parity with the CPU reference; f64 is plain.
+// f32 follows base/math_mode.h: TF32 allowed (CUDNN_DEFAULT_MATH, then the chosen
+// algorithm's own math type) unless the mode is off, when CUDNN_FMA_MATH restricts cuDNN to
+// FMA kernels and the result keeps fp32's rounding; f64 is plain.
 #include "kernels/cuda/conv.h"
+
+#include <atomic>
 
 #include "base/determinism.h"
 #include "base/error.h"
+#include "base/math_mode.h"
 #include "base/nvtx.h"
 
 #if SONATA_WITH_CUDNN
 #include <cudnn.h>
 
+#include <algorithm>
 #include <array>
 #include <limits>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
+
+#include "base/lru_cache.h"
 
 #include "base/cuda_check.h"
 #include "base/cudnn_check.h"
@@ -53,7 +71,7 @@ DeviceDnn& device_dnn(int device) {
 
 struct DnnTypes {
   cudnnDataType_t data, compute;
-  cudnnMathType_t math;
+  cudnnMathType_t math;  // set on the descriptors before the algorithm is chosen
 };
 
 DnnTypes dnn_types(DType dtype) {
@@ -63,7 +81,9 @@ DnnTypes dnn_types(DType dtype) {
     case DType::bf16:
       return {CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT, CUDNN_TENSOR_OP_MATH};
     case DType::f32:
-      return {CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH};
+      // DEFAULT_MATH permits TF32 on Ampere and later; FMA_MATH forbids tensor cores.
+      return {CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+              tf32_allowed_in_conv() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH};
     case DType::f64:
       return {CUDNN_DATA_DOUBLE, CUDNN_DATA_DOUBLE, CUDNN_DEFAULT_MATH};
     default:
@@ -73,11 +93,23 @@ DnnTypes dnn_types(DType dtype) {
                   " is not supported (use f16, bf16, f32 or f64)"));
 }
 
-// f32 must not run on tensor cores (TF32): candidates that need them are skipped.
+// Whether a candidate's math type may run: under FMA_MATH no tensor-core candidate; for
+// f32 never ALLOW_CONVERSION, which would round the inputs to a half type (below TF32).
 bool math_allowed(const DnnTypes& types, cudnnMathType_t candidate) {
+  if (types.data == CUDNN_DATA_FLOAT && candidate == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+    return false;
   if (types.math != CUDNN_FMA_MATH) return true;
   return candidate != CUDNN_TENSOR_OP_MATH && candidate != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
+
+// The math type the descriptor gets for a chosen candidate: the candidate's own (PyTorch's
+// note: cuDNN runs the slower kernel otherwise), except where the plan's is a restriction.
+cudnnMathType_t math_for(const DnnTypes& types, cudnnMathType_t candidate) {
+  if (types.math == CUDNN_FMA_MATH || types.data == CUDNN_DATA_DOUBLE) return types.math;
+  return candidate;
+}
+
+std::atomic<ConvAlgorithmSearch> algorithm_search{ConvAlgorithmSearch::measured};
 
 struct Choice {
   bool chosen = false;
@@ -85,9 +117,23 @@ struct Choice {
   size_t workspace = 0;
 };
 
-// Descriptors and chosen algorithms of one (device, dtype, shape). Each pass has its own
-// convolution descriptor because each carries the math type of its own algorithm.
+// Descriptors and chosen algorithms of one (device, dtype, shape, TF32 mode, determinism).
+// Each pass has its own convolution descriptor because each carries the math type of its
+// own algorithm. Destroyed when evicted and no pass holds it any more.
 struct ConvPlan {
+  ConvPlan() = default;
+  ConvPlan(const ConvPlan&) = delete;
+  ConvPlan& operator=(const ConvPlan&) = delete;
+  ~ConvPlan() {
+    // Errors are ignored: a destructor must not throw, and nothing is left to undo.
+    if (x) (void)cudnnDestroyTensorDescriptor(x);
+    if (y) (void)cudnnDestroyTensorDescriptor(y);
+    if (w) (void)cudnnDestroyFilterDescriptor(w);
+    for (cudnnConvolutionDescriptor_t c : conv)
+      if (c) (void)cudnnDestroyConvolutionDescriptor(c);
+  }
+  DType dtype = DType::f32;
+  Conv2dShape shape{};
   DnnTypes types{};
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
@@ -101,8 +147,10 @@ int as_int(int64_t value, const char* what) {
   return int(value);
 }
 
-std::unique_ptr<ConvPlan> make_plan(DType dtype, const Conv2dShape& s) {
-  auto plan = std::make_unique<ConvPlan>();
+std::shared_ptr<ConvPlan> make_plan(DType dtype, const Conv2dShape& s) {
+  auto plan = std::make_shared<ConvPlan>();
+  plan->dtype = dtype;
+  plan->shape = s;
   plan->types = dnn_types(dtype);
   const cudnnDataType_t data = plan->types.data;
   // NHWC describes x, y and the filter alike (the filter as [c_out, kh, kw, c_in]); cuDNN
@@ -137,18 +185,50 @@ std::unique_ptr<ConvPlan> make_plan(DType dtype, const Conv2dShape& s) {
   return plan;
 }
 
-// Plans live for the process, like the handles; a training run sees a few dozen shapes.
-ConvPlan& plan_for(int device, DType dtype, const Conv2dShape& s) {
-  using Key = std::array<int64_t, 18>;
-  static std::mutex mutex;
-  static std::map<Key, std::unique_ptr<ConvPlan>> plans;
-  const Key key{device,  int64_t(dtype), s.n,     s.c_in,     s.h,        s.w,
-                s.c_out, s.kh,           s.kw,    s.stride_h, s.stride_w, s.pad_h,
-                s.pad_w, s.dil_h,        s.dil_w, s.h_out,    s.w_out,    int64_t(s.channels_last)};
-  const std::lock_guard<std::mutex> lock(mutex);
-  std::unique_ptr<ConvPlan>& plan = plans[key];
-  if (!plan) plan = make_plan(dtype, s);
-  return *plan;
+using PlanKey = std::array<int64_t, 20>;
+
+struct PlanCache {
+  std::mutex mutex;
+  LruCache<PlanKey, std::shared_ptr<ConvPlan>> plans{kDefaultConvPlanCacheCapacity};
+};
+
+// Never destroyed: static destructors may run after the CUDA context is gone.
+PlanCache& plan_cache() {
+  static PlanCache* cache = new PlanCache;
+  return *cache;
+}
+
+// The choice depends on the TF32 mode and on determinism too, so both are part of the key:
+// changing either between steps finds new algorithms instead of reusing unfit ones.
+std::shared_ptr<ConvPlan> plan_for(int device, DType dtype, const Conv2dShape& s) {
+  const PlanKey key{device,
+                    int64_t(dtype),
+                    s.n,
+                    s.c_in,
+                    s.h,
+                    s.w,
+                    s.c_out,
+                    s.kh,
+                    s.kw,
+                    s.stride_h,
+                    s.stride_w,
+                    s.pad_h,
+                    s.pad_w,
+                    s.dil_h,
+                    s.dil_w,
+                    s.h_out,
+                    s.w_out,
+                    int64_t(s.channels_last),
+                    int64_t(tf32_allowed_in_conv()),
+                    int64_t(deterministic_algorithms())};
+  PlanCache& cache = plan_cache();
+  // Declared before the lock, so evicted plans are destroyed after it is released.
+  std::vector<std::pair<PlanKey, std::shared_ptr<ConvPlan>>> evicted;
+  const std::lock_guard<std::mutex> lock(cache.mutex);
+  if (std::shared_ptr<ConvPlan>* found = cache.plans.find(key)) return *found;
+  std::shared_ptr<ConvPlan> plan = make_plan(dtype, s);
+  evicted = cache.plans.insert(key, plan);
+  return plan;
 }
 
 const char* pass_name(ConvPass pass) {
@@ -163,46 +243,130 @@ const char* pass_name(ConvPass pass) {
   return "?";
 }
 
-// The first heuristic candidate that succeeds in an allowed math mode within the cap.
-// `heuristics(perf, capacity, &returned)` fills cuDNN's ranked list; `workspace(algo,
-// &bytes)` asks one algorithm's scratch (its status says whether it supports the shape).
-template <typename Perf, size_t kCount, typename Heuristics, typename Workspace>
-Choice choose(ConvPlan& plan, ConvPass pass, Heuristics heuristics, Workspace workspace) {
+// The pass's x, w and y (as inputs or outputs, whichever the pass writes) and the search's
+// workspace, for cudnnFind's timing runs: stream-ordered from the default pool, zeroed.
+class FindScratch {
+ public:
+  FindScratch(const ConvPlan& plan, size_t workspace_bytes, cudaStream_t stream)
+      : stream_(stream), workspace_bytes_(workspace_bytes) {
+    const Conv2dShape& s = plan.shape;
+    const size_t element = dtype_size(plan.dtype);
+    const size_t sizes[4] = {size_t(s.n * s.c_in * s.h * s.w) * element,
+                             size_t(s.c_out * s.c_in * s.kh * s.kw) * element,
+                             size_t(s.n * s.c_out * s.h_out * s.w_out) * element, workspace_bytes};
+    for (size_t i = 0; i < 4; ++i) {
+      if (sizes[i] == 0) continue;
+      if (cudaMallocAsync(&buffers_[i], sizes[i], stream) != cudaSuccess) {
+        // Out of memory is not an error here (the heuristics need no scratch); clear it so
+        // that it does not surface at the next launch check.
+        (void)cudaGetLastError();
+        buffers_[i] = nullptr;
+        ok_ = false;
+        return;
+      }
+      CUDA_CHECK(cudaMemsetAsync(buffers_[i], 0, sizes[i], stream));
+    }
+  }
+  ~FindScratch() {
+    for (void* buffer : buffers_)
+      if (buffer) (void)cudaFreeAsync(buffer, stream_);
+  }
+  FindScratch(const FindScratch&) = delete;
+  FindScratch& operator=(const FindScratch&) = delete;
+  bool ok() const { return ok_; }
+  void* x() const { return buffers_[0]; }
+  void* w() const { return buffers_[1]; }
+  void* y() const { return buffers_[2]; }
+  void* workspace() const { return buffers_[3]; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
+
+ private:
+  cudaStream_t stream_;
+  size_t workspace_bytes_;
+  std::array<void*, 4> buffers_{};
+  bool ok_ = true;
+};
+
+// The first of cuDNN's ranked candidates (by time for cudnnFind, by expectation for the
+// heuristics) that succeeded in an allowed math mode, is deterministic when that is asked,
+// and fits the cap. `workspace(algo, &bytes)` asks one algorithm's scratch with the
+// descriptor's math type set as it will run. An unchosen Choice when none qualifies.
+template <typename Perf, typename Workspace>
+Choice first_allowed(ConvPlan& plan, ConvPass pass, const Perf* perf, int count,
+                     Workspace workspace) {
   cudnnConvolutionDescriptor_t conv = plan.conv[size_t(pass)];
-  std::array<Perf, kCount> perf{};
-  int returned = 0;
-  CUDNN_CHECK(heuristics(perf.data(), int(kCount), &returned));
-  for (int i = 0; i < returned; ++i) {
-    const Perf& candidate = perf[size_t(i)];
+  for (int i = 0; i < count; ++i) {
+    const Perf& candidate = perf[i];
     if (candidate.status != CUDNN_STATUS_SUCCESS || !math_allowed(plan.types, candidate.mathType))
       continue;
     if (deterministic_algorithms() && candidate.determinism != CUDNN_DETERMINISTIC) continue;
-    const cudnnMathType_t math =
-        plan.types.math == CUDNN_TENSOR_OP_MATH ? candidate.mathType : plan.types.math;
-    CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math_for(plan.types, candidate.mathType)));
     size_t bytes = 0;
     if (workspace(candidate.algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > kWorkspaceCap)
       continue;
     return {true, int(candidate.algo), bytes};
   }
+  return {};
+}
+
+// The largest workspace any algorithm asks within the cap: what cudnnFind gets to try them.
+template <typename Perf, size_t kCount, typename Workspace>
+size_t search_workspace(Workspace workspace) {
+  using Algo = decltype(Perf{}.algo);
+  size_t largest = 0;
+  for (int algo = 0; algo < int(kCount); ++algo) {
+    size_t bytes = 0;
+    if (workspace(Algo(algo), &bytes) == CUDNN_STATUS_SUCCESS && bytes <= kWorkspaceCap)
+      largest = std::max(largest, bytes);
+  }
+  return largest;
+}
+
+// Measured (cudnnFind, `find(perf, capacity, &returned, scratch)`) unless the search is set
+// to the heuristics or the scratch cannot be had; the heuristics
+// (`heuristics(perf, capacity, &returned)`) also when no measured candidate qualifies.
+template <typename Perf, size_t kCount, typename Heuristics, typename Find, typename Workspace>
+Choice choose(ConvPlan& plan, ConvPass pass, cudaStream_t stream, Heuristics heuristics, Find find,
+              Workspace workspace) {
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv[size_t(pass)], plan.types.math));
+  std::array<Perf, kCount> perf{};
+  int returned = 0;
+  if (algorithm_search == ConvAlgorithmSearch::measured) {
+    const FindScratch scratch(plan, search_workspace<Perf, kCount>(workspace), stream);
+    if (scratch.ok()) {
+      CUDNN_CHECK(find(perf.data(), int(kCount), &returned, scratch));
+      const Choice measured = first_allowed(plan, pass, perf.data(), returned, workspace);
+      if (measured.chosen) return measured;
+      CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv[size_t(pass)], plan.types.math));
+    }
+  }
+  CUDNN_CHECK(heuristics(perf.data(), int(kCount), &returned));
+  const Choice guessed = first_allowed(plan, pass, perf.data(), returned, workspace);
+  if (guessed.chosen) return guessed;
   throw Error(str("sonata::cuda::conv2d: cuDNN offers no ",
                   deterministic_algorithms() ? "deterministic " : "", pass_name(pass),
                   " algorithm for this shape within the ", kWorkspaceCap >> 20,
                   " MiB workspace cap"));
 }
 
-// Chooses the pass's algorithm if not yet done. Called with the device's mutex held.
-const Choice& ensure_choice(cudnnHandle_t handle, ConvPlan& p, ConvPass pass) {
+// Chooses the pass's algorithm if not yet done. Called with the device's mutex held and the
+// handle bound to `stream`.
+const Choice& ensure_choice(cudnnHandle_t handle, ConvPlan& p, ConvPass pass, cudaStream_t stream) {
   Choice& choice = p.choice[size_t(pass)];
   if (choice.chosen) return choice;
   cudnnConvolutionDescriptor_t conv = p.conv[size_t(pass)];
   switch (pass) {
     case ConvPass::forward:
       choice = choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
-          p, pass,
+          p, pass, stream,
           [&](auto* perf, int capacity, int* returned) {
             return cudnnGetConvolutionForwardAlgorithm_v7(handle, p.x, p.w, conv, p.y, capacity,
                                                           returned, perf);
+          },
+          [&](auto* perf, int capacity, int* returned, const FindScratch& s) {
+            return cudnnFindConvolutionForwardAlgorithmEx(handle, p.x, s.x(), p.w, s.w(), conv, p.y,
+                                                          s.y(), capacity, returned, perf,
+                                                          s.workspace(), s.workspace_bytes());
           },
           [&](auto algo, size_t* bytes) {
             return cudnnGetConvolutionForwardWorkspaceSize(handle, p.x, p.w, conv, p.y, algo,
@@ -211,10 +375,15 @@ const Choice& ensure_choice(cudnnHandle_t handle, ConvPlan& p, ConvPass pass) {
       break;
     case ConvPass::backward_input:
       choice = choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
-          p, pass,
+          p, pass, stream,
           [&](auto* perf, int capacity, int* returned) {
             return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, p.w, p.y, conv, p.x,
                                                                capacity, returned, perf);
+          },
+          [&](auto* perf, int capacity, int* returned, const FindScratch& s) {
+            return cudnnFindConvolutionBackwardDataAlgorithmEx(handle, p.w, s.w(), p.y, s.y(), conv,
+                                                               p.x, s.x(), capacity, returned, perf,
+                                                               s.workspace(), s.workspace_bytes());
           },
           [&](auto algo, size_t* bytes) {
             return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, p.w, p.y, conv, p.x, algo,
@@ -223,10 +392,15 @@ const Choice& ensure_choice(cudnnHandle_t handle, ConvPlan& p, ConvPass pass) {
       break;
     case ConvPass::backward_weight:
       choice = choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
-          p, pass,
+          p, pass, stream,
           [&](auto* perf, int capacity, int* returned) {
             return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, p.x, p.y, conv, p.w,
                                                                  capacity, returned, perf);
+          },
+          [&](auto* perf, int capacity, int* returned, const FindScratch& s) {
+            return cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                handle, p.x, s.x(), p.y, s.y(), conv, p.w, s.w(), capacity, returned, perf,
+                s.workspace(), s.workspace_bytes());
           },
           [&](auto algo, size_t* bytes) {
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, p.x, p.y, conv, p.w, algo,
@@ -244,11 +418,13 @@ class PassContext {
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     dnn_ = &device_dnn(device);
-    plan_ = &plan_for(device, dtype, s);
+    // Held for the whole pass: the cache may evict the plan meanwhile, and then the last
+    // holder destroys it.
+    plan_ = plan_for(device, dtype, s);
     lock_ = std::unique_lock<std::mutex>(dnn_->mutex);
     if (!dnn_->handle) CUDNN_CHECK(cudnnCreate(&dnn_->handle));
     CUDNN_CHECK(cudnnSetStream(dnn_->handle, stream));
-    choice_ = &ensure_choice(dnn_->handle, *plan_, pass);
+    choice_ = &ensure_choice(dnn_->handle, *plan_, pass, stream);
     conv_ = plan_->conv[size_t(pass)];
   }
   cudnnHandle_t handle() const { return dnn_->handle; }
@@ -267,7 +443,7 @@ class PassContext {
  private:
   bool is_f64() const { return plan_->types.data == CUDNN_DATA_DOUBLE; }
   DeviceDnn* dnn_ = nullptr;
-  ConvPlan* plan_ = nullptr;
+  std::shared_ptr<ConvPlan> plan_;
   const Choice* choice_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   std::unique_lock<std::mutex> lock_;
@@ -285,6 +461,25 @@ int64_t bias_plane(const Conv2dShape& s) {
 }
 
 }  // namespace
+
+void set_conv_algorithm_search(ConvAlgorithmSearch search) {
+  algorithm_search = search;
+}
+
+void set_conv_plan_cache_capacity(size_t capacity) {
+  PlanCache& cache = plan_cache();
+  std::vector<std::pair<PlanKey, std::shared_ptr<ConvPlan>>> evicted;
+  const std::lock_guard<std::mutex> lock(cache.mutex);
+  SONATA_CHECK(capacity >= 1, "set_conv_plan_cache_capacity: capacity must be at least 1, got ",
+               capacity);
+  evicted = cache.plans.set_capacity(capacity);
+}
+
+size_t conv_plan_cache_size() {
+  PlanCache& cache = plan_cache();
+  const std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.plans.size();
+}
 
 size_t conv2d_workspace_bytes(DType dtype, const Conv2dShape& shape, ConvPass pass,
                               cudaStream_t stream) {
@@ -347,6 +542,14 @@ namespace {
 
 size_t conv2d_workspace_bytes(DType, const Conv2dShape&, ConvPass, cudaStream_t) {
   no_cudnn();
+}
+void set_conv_algorithm_search(ConvAlgorithmSearch) {}
+void set_conv_plan_cache_capacity(size_t capacity) {
+  SONATA_CHECK(capacity >= 1, "set_conv_plan_cache_capacity: capacity must be at least 1, got ",
+               capacity);
+}
+size_t conv_plan_cache_size() {
+  return 0;
 }
 void conv2d_forward(DType, const Conv2dShape&, const void*, const void*, const void*, void*, void*,
                     size_t, cudaStream_t) {

@@ -16,6 +16,7 @@
 #include "base/cuda_check.h"
 #include "base/dtype.h"
 #include "base/error.h"
+#include "base/math_mode.h"
 #include "base/nvtx.h"
 
 namespace sonata::kernels::cuda {
@@ -45,11 +46,7 @@ DeviceBlas& device_blas(int device) {
 
 // Called with blas.mutex held.
 void bind(DeviceBlas& blas, cudaStream_t stream) {
-  if (!blas.handle) {
-    CUBLAS_CHECK(cublasCreate(&blas.handle));
-    // Default math: tensor cores for f16/bf16, full fp32 for f32 (TF32 only if asked).
-    CUBLAS_CHECK(cublasSetMathMode(blas.handle, CUBLAS_DEFAULT_MATH));
-  }
+  if (!blas.handle) CUBLAS_CHECK(cublasCreate(&blas.handle));
   // cublasSetStream resets the workspace to cuBLAS's default pool, so the stream's own
   // workspace is set after it, on every call.
   CUBLAS_CHECK(cublasSetStream(blas.handle, stream));
@@ -61,18 +58,28 @@ void bind(DeviceBlas& blas, cudaStream_t stream) {
 struct GemmTypes {
   cudaDataType_t data;
   cublasComputeType_t compute;
+  cublasMath_t math;
 };
 
+// f16 / bf16: tensor cores, fp32 accumulation, and DISALLOW_REDUCED_PRECISION_REDUCTION so
+// that split-K partial sums are also reduced in fp32 rather than in the output type (cuBLAS
+// allows the latter by default; the fp32 accumulation this file promises would then be
+// only partly true). f32: the FAST_TF32 compute type only when base/math_mode.h allows TF32
+// in GEMMs (--tf32 all); COMPUTE_32F with the default math never uses TF32.
 GemmTypes gemm_types(DType dtype) {
+  const auto fp32_reduction =
+      cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
   switch (dtype) {
     case DType::f16:
-      return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
+      return {CUDA_R_16F, CUBLAS_COMPUTE_32F, fp32_reduction};
     case DType::bf16:
-      return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
+      return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, fp32_reduction};
     case DType::f32:
-      return {CUDA_R_32F, CUBLAS_COMPUTE_32F};
+      return {CUDA_R_32F,
+              tf32_allowed_in_gemm() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+              CUBLAS_DEFAULT_MATH};
     case DType::f64:
-      return {CUDA_R_64F, CUBLAS_COMPUTE_64F};
+      return {CUDA_R_64F, CUBLAS_COMPUTE_64F, CUBLAS_DEFAULT_MATH};
     default:
       break;
   }
@@ -110,6 +117,7 @@ void gemm(DType dtype, const GemmShape& shape, double alpha, const void* a, cons
   DeviceBlas& blas = device_blas(device);
   const std::lock_guard<std::mutex> lock(blas.mutex);
   bind(blas, stream);
+  CUBLAS_CHECK(cublasSetMathMode(blas.handle, types.math));
   CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
       blas.handle, op_first, op_second, shape.n, shape.m, shape.k, alpha_p, b, types.data, ld_first,
       shape.stride_b, a, types.data, ld_second, shape.stride_a, beta_p, c, types.data, shape.ldc,

@@ -1,6 +1,7 @@
 #pragma once
-// Batched GEMM (see kernels/common/gemm_shape.h) through cuBLAS: f16 and bf16 with fp32
-// accumulation, f32 (no TF32 unless asked), f64; asynchronous on `stream`.
+// Batched GEMM (see kernels/common/gemm_shape.h) through cuBLAS: f16 and bf16 on tensor cores
+// with fp32 accumulation (split-K reductions included), f32 on TF32 tensor cores only under
+// --tf32 all (base/math_mode.h), else full fp32; f64. Asynchronous on `stream`.
 #include <cstdint>
 
 #include <cuda_runtime_api.h>

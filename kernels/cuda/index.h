@@ -2,7 +2,11 @@
 // CUDA twin of kernels/cpu/index.h. `in` is [outer, in_n, inner]; i64 indices are
 // not checked on the device (that would need a host sync): the engine checks
 // indices that live on the CPU, and an out-of-range index on the GPU is skipped.
-// Adds use atomics, so index_add / scatter_add sums are not bitwise reproducible.
+// index_add / scatter_add use atomics for f32 / f64 (sums not bitwise reproducible) unless
+// deterministic_algorithms() is on; then, and always for f16 / bf16, each output element sums
+// its sources in increasing j in the compute type (fp32 for halves), as the CPU does: f32 and
+// f64 results then equal the CPU's bit for bit. That path sorts, with stream-ordered scratch
+// of about 32 bytes per source element.
 #include <cstdint>
 
 #include <cuda_runtime_api.h>

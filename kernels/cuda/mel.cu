@@ -16,7 +16,9 @@
 #include <tuple>
 
 #include "base/cuda_check.h"
+#include "base/deferred_release.h"
 #include "base/error.h"
+#include "base/lru_cache.h"
 #include "base/nvtx.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.cuh"
@@ -30,8 +32,6 @@ namespace {
 // rows runs as often as needed: at most 7 plans per (device, stream, n_fft).
 constexpr int64_t kMinExecRows = 64;
 constexpr int64_t kMaxExecRows = 4096;
-// Plans kept at most; past it the least recently used of the device is destroyed.
-constexpr size_t kMaxPlans = 32;
 // Workspace sections start on 256-byte boundaries.
 constexpr int64_t kAlignFloats = 64;
 constexpr int kStatsThreads = 256;
@@ -55,15 +55,18 @@ int64_t align_floats(int64_t floats) {
 using PlanKey = std::tuple<int, cudaStream_t, int64_t, int64_t>;
 struct CachedPlan {
   cufftHandle handle = 0;
-  uint64_t last_use = 0;
+  cudaEvent_t last_use = nullptr;  // recorded on the plan's stream after its executions
 };
 
+// Bounded (set_fft_plan_cache_capacity); an evicted plan may still have executions queued,
+// and cufftDestroy frees the workspace they use, so it is destroyed only once its last_use
+// event has completed. Nobody waits for that: each log_mel call destroys what is ready.
 struct PlanCache {
   // Held from lookup through the executions: cufftSetStream and cufftExec on one plan must
   // not interleave with another thread's.
   std::mutex mutex;
-  std::map<PlanKey, CachedPlan> plans;
-  uint64_t clock = 0;
+  LruCache<PlanKey, CachedPlan> plans{kDefaultFftPlanCacheCapacity};
+  DeferredReleases retired;
 };
 
 // Never destroyed: static destructors may run after the CUDA context is gone.
@@ -72,38 +75,60 @@ PlanCache& plan_cache() {
   return *cache;
 }
 
+void retire(PlanCache& cache, const PlanKey& key, const CachedPlan& plan) {
+  const int device = std::get<0>(key);
+  cache.retired.add([event = plan.last_use] { return cudaEventQuery(event) != cudaErrorNotReady; },
+                    [device, plan] {
+                      // Errors are dropped: nothing could be done about them here, and a failed
+                      // launch surfaces at its own check. The plan belongs to its device, so that
+                      // is made current.
+                      int current = 0;
+                      if (cudaGetDevice(&current) != cudaSuccess) return;
+                      (void)cudaSetDevice(device);
+                      (void)cufftDestroy(plan.handle);
+                      (void)cudaEventDestroy(plan.last_use);
+                      (void)cudaSetDevice(current);
+                    });
+}
+
 // Called with cache.mutex held. Out-of-place R2C over `rows` rows of n_fft reals (distance
 // n_fft) into rows of bins complex values (distance bins).
-cufftHandle plan_for(PlanCache& cache, int device, cudaStream_t stream, int64_t n_fft,
-                     int64_t rows) {
+CachedPlan plan_for(PlanCache& cache, int device, cudaStream_t stream, int64_t n_fft,
+                    int64_t rows) {
   const PlanKey key(device, stream, n_fft, rows);
-  const auto found = cache.plans.find(key);
-  if (found != cache.plans.end()) {
-    found->second.last_use = ++cache.clock;
-    return found->second.handle;
-  }
-  if (cache.plans.size() >= kMaxPlans) {
-    // Evict the least recently used plan of this device, after its queued work has run.
-    auto oldest = cache.plans.end();
-    for (auto it = cache.plans.begin(); it != cache.plans.end(); ++it)
-      if (std::get<0>(it->first) == device &&
-          (oldest == cache.plans.end() || it->second.last_use < oldest->second.last_use))
-        oldest = it;
-    if (oldest != cache.plans.end()) {
-      CUDA_CHECK(cudaDeviceSynchronize());
-      CUFFT_CHECK(cufftDestroy(oldest->second.handle));
-      cache.plans.erase(oldest);
-    }
-  }
+  if (const CachedPlan* found = cache.plans.find(key)) return *found;
   int n[1] = {int(n_fft)};
   int inembed[1] = {int(n_fft)};
   int onembed[1] = {int(n_fft / 2 + 1)};
-  cufftHandle handle = 0;
-  CUFFT_CHECK(cufftPlanMany(&handle, 1, n, inembed, 1, int(n_fft), onembed, 1, int(n_fft / 2 + 1),
-                            CUFFT_R2C, int(rows)));
-  cache.plans.emplace(key, CachedPlan{handle, ++cache.clock});
-  return handle;
+  CachedPlan plan;
+  CUFFT_CHECK(cufftPlanMany(&plan.handle, 1, n, inembed, 1, int(n_fft), onembed, 1,
+                            int(n_fft / 2 + 1), CUFFT_R2C, int(rows)));
+  const cudaError_t created = cudaEventCreateWithFlags(&plan.last_use, cudaEventDisableTiming);
+  if (created != cudaSuccess) (void)cufftDestroy(plan.handle);
+  CUDA_CHECK(created);
+  for (const auto& [old_key, old_plan] : cache.plans.insert(key, plan))
+    retire(cache, old_key, old_plan);
+  return plan;
 }
+
+}  // namespace
+
+void set_fft_plan_cache_capacity(size_t capacity) {
+  SONATA_CHECK(capacity >= 1, "set_fft_plan_cache_capacity: capacity must be at least 1, got ",
+               capacity);
+  PlanCache& cache = plan_cache();
+  const std::lock_guard<std::mutex> lock(cache.mutex);
+  for (const auto& [key, plan] : cache.plans.set_capacity(capacity)) retire(cache, key, plan);
+}
+
+FftPlanCacheStats fft_plan_cache_stats() {
+  PlanCache& cache = plan_cache();
+  cache.retired.collect();
+  const std::lock_guard<std::mutex> lock(cache.mutex);
+  return {cache.plans.size(), cache.retired.pending()};
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------
 // Kernels
@@ -291,11 +316,13 @@ void log_mel(const LogMelConfig& config, const float* window, const float* filte
   CUDA_CHECK(cudaGetDevice(&device));
   {
     PlanCache& cache = plan_cache();
+    cache.retired.collect();  // destroys evicted plans whose executions have run
     const std::lock_guard<std::mutex> lock(cache.mutex);
-    const cufftHandle plan = plan_for(cache, device, stream, n_fft, chunk);
-    CUFFT_CHECK(cufftSetStream(plan, stream));
+    const CachedPlan plan = plan_for(cache, device, stream, n_fft, chunk);
+    CUFFT_CHECK(cufftSetStream(plan.handle, stream));
     for (int64_t first = 0; first < padded; first += chunk)
-      CUFFT_CHECK(cufftExecR2C(plan, frames + first * n_fft, spectrum + first * bins));
+      CUFFT_CHECK(cufftExecR2C(plan.handle, frames + first * n_fft, spectrum + first * bins));
+    CUDA_CHECK(cudaEventRecord(plan.last_use, stream));
   }
 
   linear_kernel(power_kernel, 0, stream, rows * bins, spectrum, config.power, power);

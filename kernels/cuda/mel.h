@@ -4,10 +4,12 @@
 //   1. framing: clip b's frame f (torch.stft's placement, center padding by reflect or zeros
 //      computed in the kernel) times the window, into rows [b * max_frames + f] of n_fft;
 //   2. one-sided DFT of every row: a batched cuFFT R2C plan, cached per (device, stream,
-//      n_fft, rows per execution);
+//      n_fft, rows per execution) in a bounded LRU cache; an evicted plan is destroyed once
+//      an event recorded after its last execution has completed (no device-wide sync);
 //   3. |X|^power;
 //   4. the filterbank as one SGEMM: power [rows, bins] x filterbank [bins, n_mels] (full
-//      fp32, no TF32: the 1e-4 parity needs it);
+//      fp32 unless --tf32 all, as torchaudio's matmul under allow_tf32; the 1e-4 parity
+//      holds in the default mode);
 //   5. log(y + offset) or dB, rows past a clip's frame count set to 0;
 //   6. when asked, top_db per clip and per-utterance / per-feature normalisation, one block
 //      per clip (per (clip, mel) for per-feature), statistics in double as on the CPU.
@@ -15,6 +17,7 @@
 // every buffer (the engine's caching allocator gives them), this file only the cuFFT plans.
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace sonata::kernels::cuda {
@@ -57,6 +60,17 @@ struct LogMelBatch {
 // Floats of device workspace that log_mel needs for `clips * max_frames` rows (frames, then
 // the complex spectrum; the power reuses the frames' space).
 int64_t log_mel_workspace_floats(const LogMelConfig& config, int64_t rows);
+
+// The cuFFT plan cache's bound (at least 1; 32 by default): each DFT size and rows-per-
+// execution chunk per stream takes one entry.
+inline constexpr size_t kDefaultFftPlanCacheCapacity = 32;
+void set_fft_plan_cache_capacity(size_t capacity);
+struct FftPlanCacheStats {
+  size_t cached = 0;   // plans in the cache
+  size_t retired = 0;  // evicted plans whose last execution has not completed yet
+};
+// Also destroys the retired plans that are ready.
+FftPlanCacheStats fft_plan_cache_stats();
 
 // `window`: [n_fft] (the periodic Hann, zero-padded as the CPU's hann_window);
 // `filterbank`: [bins, n_mels] row-major f32; `out`: [clips * max_frames, n_mels].

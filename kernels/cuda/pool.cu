@@ -1,5 +1,7 @@
 #include "kernels/cuda/pool.h"
 
+#include <cmath>
+
 #include "base/nvtx.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -21,8 +23,10 @@ __global__ void max_pool2d_kernel(int64_t count, Pool2dShape s, const T* x, T* y
     const int64_t ow = o % s.w_out, oh = (o / s.w_out) % s.h_out, plane = o / (s.w_out * s.h_out);
     const T* src = x + plane * s.h * s.w;
     const int64_t h0 = oh * stride_h - pad_h, w0 = ow * stride_w - pad_w;
+    // A window can lie wholly in the padding (a large dilation): then it holds -inf and
+    // index -1, as the CPU twin and PyTorch.
     int64_t best_index = -1;
-    C best = C(0);
+    C best = -C(INFINITY);
 #pragma unroll
     for (int64_t i = 0; i < kh; ++i) {
       const int64_t ih = h0 + i * dil_h;

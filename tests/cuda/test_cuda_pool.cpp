@@ -92,3 +92,26 @@ TEST_CASE("adaptive_avg_pool2d matches the CPU", "[cuda][pool]") {
                    {parity_input(shape, ++seed)});
   }
 }
+
+TEST_CASE("max_pool2d on CUDA: a window wholly in the padding holds -inf and index -1",
+          "[cuda][pool]") {
+  // 1x1 inputs, kernel 2, padding 1, dilation 2: the one window reads rows and columns -1
+  // and 1, both outside. Negative inputs, so a window that wrongly starts at 0 shows.
+  const Tensor x = from_vector(std::vector<float>{-3.5f, -0.25f, -7.0f}, {1, 3, 1, 1});
+  const auto [cpu_y, cpu_index] = max_pool2d(x, {2, 2}, {2, 2}, {1, 1}, {2, 2});
+  const float inf = std::numeric_limits<float>::infinity();
+  REQUIRE(cpu_y.to_vector<float>() == std::vector<float>(3, -inf));
+  REQUIRE(cpu_index.to_vector<int64_t>() == std::vector<int64_t>(3, -1));
+  for (DType dtype : kParityDTypes) {
+    INFO("dtype " << dtype_name(dtype));
+    Tensor xc = x.to(dtype).to(Device::cuda()).detach();
+    xc.set_requires_grad(true);
+    const auto [y, index] = max_pool2d(xc, {2, 2}, {2, 2}, {1, 1}, {2, 2});
+    CHECK(y.to(Device::cpu()).to(DType::f32).to_vector<float>() == cpu_y.to_vector<float>());
+    CHECK(index.to(Device::cpu()).to_vector<int64_t>() == cpu_index.to_vector<int64_t>());
+    // Such a window routes no gradient.
+    sum(y).backward();
+    CHECK(xc.grad().to(Device::cpu()).to(DType::f32).to_vector<float>() ==
+          std::vector<float>(3, 0.0f));
+  }
+}

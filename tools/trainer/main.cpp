@@ -9,6 +9,7 @@
 
 #include "base/determinism.h"
 #include "base/error.h"
+#include "base/math_mode.h"
 #include "comm/bootstrap.h"
 #include "engine/device.h"
 #include "engine/random.h"
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
                  " needs a GPU and none was found; use --precision fp32");
     sonata::manual_seed(options.seed);
     sonata::set_deterministic_algorithms(options.deterministic);
+    sonata::set_tf32_mode(sonata::parse_tf32_mode(options.tf32, "--tf32"));
     std::unique_ptr<sonata::Task> task;
     if (options.is_asr()) {
       task = std::make_unique<sonata::SpeechTask>(

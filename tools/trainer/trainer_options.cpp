@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/math_mode.h"
 #include "tools/trainer/config_file.h"
 
 namespace sonata {
@@ -199,6 +200,11 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.add_flag("--deterministic", o.deterministic,
                "bitwise-reproducible kernels only (slower on cuda)")
       ->group(run);
+  app.add_option("--tf32", o.tf32,
+                 "off | conv | all: f32 convolutions (conv) or convolutions and GEMMs (all) "
+                 "on TF32 tensor cores (cuda)")
+      ->capture_default_str()
+      ->group(run);
   app.add_option("--device", o.device, "auto | cpu | cuda | cuda:N")
       ->capture_default_str()
       ->group(run);
@@ -340,6 +346,7 @@ void TrainerOptions::check() const {
   SONATA_CHECK(one_of(bad_input, {"stop", "skip"}), "--bad-input must be stop or skip, got '",
                bad_input, "'");
   SONATA_CHECK(max_duration >= 0, "--max-duration must not be negative (0: no limit)");
+  parse_tf32_mode(tf32, "--tf32");  // throws naming a bad value
   SONATA_CHECK(device == "auto" || device == "cpu" || device.rfind("cuda", 0) == 0,
                "--device must be auto, cpu, cuda or cuda:N, got '", device, "'");
   SONATA_CHECK(resume.empty() || resume != "auto" || !checkpoint_dir.empty(),
@@ -443,6 +450,7 @@ std::string TrainerOptions::to_json() const {
   json["time-mask-width"] = time_mask_width;
   json["seed"] = seed;
   json["deterministic"] = deterministic;
+  json["tf32"] = tf32;
   json["sortagrad"] = sortagrad;
   json["class-balanced"] = class_balanced;
   json["device"] = device;

@@ -73,6 +73,7 @@ struct TrainerOptions {
   // Running.
   uint64_t seed = 1;
   bool deterministic = false;
+  std::string tf32 = "conv";    // off | conv | all: where f32 may use TF32 (base/math_mode.h)
   int64_t workers = 2;          // threads preparing batches and features
   std::string device = "auto";  // auto | cpu | cuda | cuda:N
   bool sortagrad = false;
