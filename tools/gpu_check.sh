@@ -6,7 +6,7 @@
 #   3. the smoke job on the GPU, then the speech demo's DS2 trained on the GPU in fp32 (TF32
 #      convolutions, the default), bf16 and fp16 from the carried corpus (.deps/speech);
 #   4. VGG19_BN 3x224 batch 64 bf16 channels-last, sonata against PyTorch AMP channels-last
-#      (tools/bench/peer_vgg_channels_last.py), and the top kernels of sonata's run by GPU
+#      (bench/peer_vgg_channels_last.py), and the top kernels of sonata's run by GPU
 #      time (nsys profile --stats=true, when nsys is installed);
 #   5. bench/compare on the GPU against the PyTorch installed there (short repeats): VGG19_BN,
 #      DS2-small batch 32, log-mel, CTC, kernels, all fp32;
@@ -23,8 +23,8 @@
 # later are skipped), SONATA_GPU_BENCH=0 (no stages 4 to 6), SONATA_GPU_TRAIN=0 (no
 # training in stage 3), SONATA_SPEECH_DATA (.deps/speech).
 # On the lent GPU machines (no Debian packages, no network): run tools/fetch_gpu_deps.sh and
-# tools/make_gpu_check_corpus.sh here first and carry .deps; copy
-# ../shared/bench/peer_torch.py to shared/bench/ (only the checkout travels). RESULTS_DIR
+# tools/make_gpu_check_corpus.sh here first and carry .deps (the PyTorch peers are in
+# bench/, part of the checkout). RESULTS_DIR
 # holds 8 files (the device tool brings back 8 at most): summary.md, build.log,
 # cuda_tests.log, cpu_tests.log, compare.md, bench.jsonl, bench.log (training logs too),
 # kernels.log.
@@ -215,7 +215,7 @@ if [ "${SONATA_GPU_BENCH:-1}" = 1 ]; then
     failed "bench sonata vgg19_bn bf16 nhwc" "bench_models not built"
   fi
   if [ -n "$py" ]; then
-    bench "torch vgg19_bn bf16 nhwc (amp)" "$py" tools/bench/peer_vgg_channels_last.py --precision bf16 --steps 10 --warmup 3
+    bench "torch vgg19_bn bf16 nhwc (amp)" "$py" bench/peer_vgg_channels_last.py --precision bf16 --steps 10 --warmup 3
   else
     row "bench torch vgg19_bn bf16 nhwc (amp)" "skipped" "no interpreter imports torch"
   fi
@@ -237,15 +237,14 @@ if [ "${SONATA_GPU_BENCH:-1}" = 1 ]; then
 fi
 
 # 5. sonata against PyTorch, runs alternating (bench/compare): every workload in fp32.
-peer=../shared/bench/peer_torch.py
-[ -f "$peer" ] || peer=shared/bench/peer_torch.py
+peer=bench/peer_torch.py
 if [ "${SONATA_GPU_BENCH:-1}" = 1 ] && [ ! -x "$build/bench_models" ]; then
   failed "compare (cuda)" "bench_models not built"
 elif [ "${SONATA_GPU_BENCH:-1}" = 1 ] && has_time "compare (cuda)" 60; then
   works=vgg19_bn,ds2,mel,ctc,kernels
   if [ ! -f "$peer" ]; then
     works=ctc,kernels
-    row "compare (cuda)" "partial" "peer_torch.py not found (../shared/bench or shared/bench): vgg19_bn, ds2 and mel left out"
+    row "compare (cuda)" "partial" "bench/peer_torch.py not found: vgg19_bn, ds2 and mel left out"
   fi
   echo "== bench/compare --device cuda" >>"$benchlog"
   bounded 210 bench/compare --device cuda --work "$works" --repeats 2 --steps 10 --warmup 3 \
