@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "comm/bootstrap.h"
 #include "comm/bounded_wait.h"
 
 namespace sonata {
@@ -52,11 +53,32 @@ ArrivalBoard::ArrivalBoard(MPI_Comm comm) : comm_(comm) {
 }
 
 ArrivalBoard::~ArrivalBoard() {
+  close(default_comm_timeout_seconds());
+}
+
+void ArrivalBoard::close(double timeout_s) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (window_ == MPI_WIN_NULL || finalized || std::uncaught_exceptions() > 0) return;
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(comm_, &request) == MPI_SUCCESS) {
+    const bool arrived = poll_until(
+        [&] {
+          int flag = 0;
+          return MPI_Test(&request, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag != 0;
+        },
+        timeout_s);
+    if (!arrived) {
+      int size = 0;
+      MPI_Comm_size(comm_, &size);
+      abort_job(str("freeing an MPI group of ", size, " ranks: not every rank came within ",
+                    timeout_s, " s (--comm-timeout)"));
+    }
+  }
   MPI_Win_unlock_all(window_);
   MPI_Win_free(&window_);
+  window_ = MPI_WIN_NULL;
+  count_ = nullptr;
 }
 
 int64_t ArrivalBoard::arrive() {

@@ -16,9 +16,11 @@ class ArrivalBoard {
   // Collective over `comm` (which must outlive the board). When MPI cannot make the window,
   // the board still counts but arrivals are reported as unknown.
   explicit ArrivalBoard(MPI_Comm comm);
-  // Collective too (MPI_Win_free), except while an exception unwinds: then the window is left
-  // to the dying process, as freeing it would wait for peers that may never come.
-  ~ArrivalBoard();
+  // Frees the window: a collective, preceded by a barrier polled for at most `timeout_s`, so
+  // a peer that never comes ends the job instead of hanging this one. Skipped while an
+  // exception unwinds (the window is left to the dying process, whose peers may never come).
+  void close(double timeout_s);
+  ~ArrivalBoard();  // close()s with the default timeout unless closed already
   ArrivalBoard(const ArrivalBoard&) = delete;
   ArrivalBoard& operator=(const ArrivalBoard&) = delete;
 

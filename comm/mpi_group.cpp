@@ -169,7 +169,8 @@ MpiGroup::MpiGroup(MPI_Comm parent, int local_rank) : local_rank_(local_rank) {
 }
 
 MpiGroup::~MpiGroup() {
-  board_.reset();  // its window lives on comm_
+  board_->close(timeout());  // its window lives on comm_
+  board_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
