@@ -1,6 +1,7 @@
 #include "comm/nccl_group.h"
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "base/error.h"
 #include "base/mpi_check.h"
 #include "base/nccl_check.h"
+#include "comm/arrival_board.h"
 #include "comm/bootstrap.h"
 #include "comm/bounded_wait.h"
 #include "engine/device.h"
@@ -80,23 +82,22 @@ bool event_done(const Event& event) {
   return true;
 }
 
-// Ends the job for an NCCL operation that failed or hung. NCCL cannot say which peer is
-// missing; abort_job aborts every communicator first so no kernel keeps waiting on it.
+// Ends the job for an NCCL operation that failed or hung; abort_job aborts every
+// communicator first, so no kernel keeps waiting on a peer that is gone.
 [[noreturn]] void end_job(const std::string& failure) {
-  abort_job(failure +
-            "; NCCL does not tell which rank(s) did not arrive (one stopped, died, or issued "
-            "other collectives)");
+  abort_job(failure);
 }
 
 class NcclWork final : public Work {
  public:
   NcclWork(ncclComm_t comm, int device, std::vector<Tensor> tensors, std::string what,
-           double timeout_s)
+           double timeout_s, std::function<std::string()> missing)
       : comm_(comm),
         device_(device),
         tensors_(std::move(tensors)),
         what_(std::move(what)),
-        timeout_s_(timeout_s) {}
+        timeout_s_(timeout_s),
+        missing_(std::move(missing)) {}
   ~NcclWork() override {
     // Dropped unwaited: order the caller's stream after the transfer anyway, so the caching
     // allocator cannot hand the tensors' memory to new work while NCCL still uses it.
@@ -121,7 +122,9 @@ class NcclWork final : public Work {
         },
         timeout_s_);
     if (!failure.empty()) end_job(str(what_, " failed: ", failure));
-    if (!done) end_job(str(what_, " did not complete within ", timeout_s_, " s (--comm-timeout)"));
+    if (!done)
+      end_job(
+          str(what_, " did not complete within ", timeout_s_, " s (--comm-timeout); ", missing_()));
     wait();
   }
   bool completed() override {
@@ -137,6 +140,7 @@ class NcclWork final : public Work {
   std::vector<Tensor> tensors_;
   std::string what_;
   double timeout_s_;
+  std::function<std::string()> missing_;
   std::shared_ptr<Event> done_ = std::make_shared<Event>();
   bool waited_ = false;
 };
@@ -171,6 +175,7 @@ NcclGroup::NcclGroup(MPI_Comm world, int local_rank) : local_rank_(local_rank) {
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, world));
   NCCL_CHECK(ncclCommInitRank(&comm_, world_size_, id, rank_));
+  MPI_CHECK(MPI_Comm_dup(world, &mpi_comm_));
   adopt_communicator();
 }
 
@@ -182,6 +187,8 @@ NcclGroup::NcclGroup(const NcclGroup& parent, int color, int key)
   NCCL_CHECK(ncclCommSplit(parent.comm_, color, key, &comm_, nullptr));
   NCCL_CHECK(ncclCommUserRank(comm_, &rank_));
   NCCL_CHECK(ncclCommCount(comm_, &world_size_));
+  // The same ranks in the same order (key, then rank), for the arrival board.
+  MPI_CHECK(MPI_Comm_split(parent.mpi_comm_, color, key, &mpi_comm_));
   adopt_communicator();
 }
 
@@ -196,6 +203,11 @@ void NcclGroup::adopt_communicator() {
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   stream_ = std::make_unique<Stream>(device_, greatest);
   watchdog_ = std::make_unique<Watchdog>([](const std::string& failure) { end_job(failure); });
+  MPI_CHECK(MPI_Comm_set_errhandler(mpi_comm_, MPI_ERRORS_RETURN));
+  board_ = std::make_shared<ArrivalBoard>(mpi_comm_);
+  int level = MPI_THREAD_SINGLE;
+  MPI_CHECK(MPI_Query_thread(&level));
+  mpi_any_thread_ = level == MPI_THREAD_MULTIPLE;
   barrier_word_ = zeros({1}, TensorOptions{}.with(DType::f32).with(device()));
 }
 
@@ -204,7 +216,12 @@ std::shared_ptr<ProcessGroup> NcclGroup::split(int color, int key) {
 }
 
 NcclGroup::~NcclGroup() {
-  watchdog_.reset();  // it polls comm_
+  watchdog_.reset();  // it polls comm_ and reads the board
+  if (board_) board_->close(timeout());
+  board_.reset();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && mpi_comm_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_comm_);
   if (comm_ && unregister(comm_)) ncclCommDestroy(comm_);
 }
 
@@ -215,18 +232,38 @@ void NcclGroup::follow_caller() {
   ready.block(stream_->get());
 }
 
-std::shared_ptr<Work> NcclGroup::done(const char* what, std::vector<Tensor> tensors) {
+std::shared_ptr<Work> NcclGroup::done(const char* what, std::vector<Tensor> tensors, int peer) {
   std::string label = str(what);
   if (!tensors.empty() && std::string(what) != "barrier")
     label +=
         str(" of ", tensors.front().numel(), " ", dtype_name(tensors.front().dtype()), " elements");
   label += str(" on an NCCL group of ", world_size_, " ranks");
-  auto work = std::make_shared<NcclWork>(comm_, device_, std::move(tensors), label, timeout());
+  // Collectives count as arrivals (host side: this rank queued it); point-to-point names its
+  // peer. The board is read over MPI, from the watchdog's thread only when MPI allows it.
+  std::function<std::string()> missing;
+  if (peer >= 0) {
+    missing = [peer] { return str("its peer, rank ", peer, " of the group, did not match it"); };
+  } else {
+    const int64_t number = board_->arrive();
+    missing = [board = std::weak_ptr<ArrivalBoard>(board_), number,
+               grace = std::min(timeout(), 5.0), any_thread = mpi_any_thread_] {
+      int is_main = 0;
+      MPI_Is_thread_main(&is_main);
+      const std::shared_ptr<ArrivalBoard> live = board.lock();
+      if (!live || !(any_thread || is_main))
+        return std::string(
+            "rank(s) that did not arrive: unknown (read only from MPI's main "
+            "thread without MPI_THREAD_MULTIPLE)");
+      return live->describe_missing(number, grace);
+    };
+  }
+  auto work =
+      std::make_shared<NcclWork>(comm_, device_, std::move(tensors), label, timeout(), missing);
   work->done_event()->record(stream_->get());
   const std::shared_ptr<Event> event = work->done_event();
   const ncclComm_t comm = comm_;
   watchdog_->watch({[event] { return event_done(*event); }, [comm] { return async_error(comm); },
-                    std::move(label), timeout()});
+                    std::move(label), timeout(), std::move(missing)});
   return work;
 }
 
@@ -312,7 +349,7 @@ std::shared_ptr<Work> NcclGroup::send(const Tensor& tensor, int peer, int) {
   follow_caller();
   NCCL_CHECK(ncclSend(tensor.data_ptr(), size_t(tensor.numel()), nccl_type(tensor.dtype()), peer,
                       comm_, stream_->get()));
-  return done("send", {tensor});
+  return done("send", {tensor}, peer);
 }
 
 std::shared_ptr<Work> NcclGroup::recv(Tensor& tensor, int peer, int) {
@@ -322,7 +359,7 @@ std::shared_ptr<Work> NcclGroup::recv(Tensor& tensor, int peer, int) {
   follow_caller();
   NCCL_CHECK(ncclRecv(tensor.data_ptr(), size_t(tensor.numel()), nccl_type(tensor.dtype()), peer,
                       comm_, stream_->get()));
-  return done("recv", {tensor});
+  return done("recv", {tensor}, peer);
 }
 
 }  // namespace sonata

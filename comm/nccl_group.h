@@ -10,7 +10,8 @@
 // The communication stream has the device's highest priority. A watchdog thread per group
 // (comm/watchdog.h) watches every operation: one that fails, or is not done within the
 // timeout while the host is blocked anywhere (a copy behind a hung collective), ends the job
-// naming it (abort_job: every communicator aborted, then MPI_Abort).
+// naming it and the ranks that had not queued it (an arrival board over a parallel MPI
+// communicator), then abort_job: every communicator aborted, then MPI_Abort.
 // f16 and bf16 reduce natively; avg is NCCL's own (ncclAvg).
 #include <cuda_runtime_api.h>
 #include <mpi.h>
@@ -23,6 +24,8 @@
 #include "engine/cuda/stream.h"
 
 namespace sonata {
+
+class ArrivalBoard;
 
 class NcclGroup final : public ProcessGroup {
  public:
@@ -62,7 +65,7 @@ class NcclGroup final : public ProcessGroup {
   void follow_caller();
   // Records the done event after the NCCL call `what` and hands it to the watchdog;
   // `tensors` live until the Work is waited.
-  std::shared_ptr<Work> done(const char* what, std::vector<Tensor> tensors);
+  std::shared_ptr<Work> done(const char* what, std::vector<Tensor> tensors, int peer = -1);
 
   int rank_ = 0;
   int world_size_ = 1;
@@ -71,6 +74,10 @@ class NcclGroup final : public ProcessGroup {
   ncclComm_t comm_ = nullptr;
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<Watchdog> watchdog_;
+  // The same ranks over MPI, for naming those that did not arrive (comm/arrival_board.h).
+  MPI_Comm mpi_comm_ = MPI_COMM_NULL;
+  std::shared_ptr<ArrivalBoard> board_;
+  bool mpi_any_thread_ = false;
   Tensor barrier_word_;  // what a barrier all-reduces
 };
 

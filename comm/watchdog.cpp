@@ -46,7 +46,8 @@ size_t Watchdog::scan() {
     }
     if (failure.empty() && now >= entry.deadline)
       failure = str(entry.watched.what, " did not complete within ", entry.watched.timeout_s,
-                    " s (--comm-timeout)");
+                    " s (--comm-timeout)",
+                    entry.watched.missing ? "; " + entry.watched.missing() : std::string());
     return false;
   };
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(), finished), entries_.end());

@@ -22,6 +22,8 @@ class Watchdog {
     std::function<std::string()> error;  // non-empty: failed asynchronously (may be empty)
     std::string what;                    // the operation, for the message
     double timeout_s = 600;
+    // After a timeout: which ranks did not arrive, appended to the message (may be empty).
+    std::function<std::string()> missing;
   };
   // `expire` gets one sentence and must end the job (abort_job); tests record it instead.
   Watchdog(std::function<void(const std::string&)> expire, WaitClock& clock = system_wait_clock());

@@ -36,8 +36,10 @@ TEST_CASE("the watchdog ends the job for an operation overdue or failed, not for
   watchdog.set_background(false);
   bool first_done = false;
   std::string second_error;
-  watchdog.watch({[&] { return first_done; }, nullptr, "all_reduce #1", 5});
-  watchdog.watch({[] { return false; }, [&] { return second_error; }, "all_gather #2", 50});
+  bool second_done = false;
+  watchdog.watch({[&] { return first_done; }, nullptr, "all_reduce #1", 5, nullptr});
+  watchdog.watch(
+      {[&] { return second_done; }, [&] { return second_error; }, "all_gather #2", 50, nullptr});
 
   clock.advance(4);
   CHECK(watchdog.scan() == 2);
@@ -59,6 +61,26 @@ TEST_CASE("the watchdog ends the job for an operation overdue or failed, not for
   watchdog.scan();
   REQUIRE(expired.size() == 1);
   CHECK(expired[0] == "all_gather #2 did not complete within 50 s (--comm-timeout)");
+
+  // Who did not arrive is asked only once the operation is overdue.
+  second_done = true;
+  int asked = 0;
+  watchdog.watch({[] { return false; }, nullptr, "barrier #3", 10,
+                  [&] {
+                    ++asked;
+                    return std::string("rank(s) that did not arrive: 1");
+                  }});
+  expired.clear();
+  clock.advance(1);
+  watchdog.scan();
+  CHECK(asked == 0);
+  clock.advance(10);
+  watchdog.scan();
+  CHECK(asked == 1);
+  REQUIRE(expired.size() == 1);
+  CHECK(expired[0] ==
+        "barrier #3 did not complete within 10 s (--comm-timeout); rank(s) that did not "
+        "arrive: 1");
 }
 
 TEST_CASE("the watchdog's own thread notices an overdue operation", "[comm][watchdog]") {
@@ -69,6 +91,6 @@ TEST_CASE("the watchdog's own thread notices an overdue operation", "[comm][watc
   Watchdog watchdog([&](const std::string& message) {
     if (!once.exchange(true)) reported.set_value(message);
   });
-  watchdog.watch({[] { return false; }, nullptr, "barrier", 1e-9});
+  watchdog.watch({[] { return false; }, nullptr, "barrier", 1e-9, nullptr});
   CHECK(reported.get_future().get() == "barrier did not complete within 1e-09 s (--comm-timeout)");
 }
