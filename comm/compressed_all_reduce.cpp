@@ -14,7 +14,11 @@ class CompressedAllReduce final : public Work {
  public:
   CompressedAllReduce(ProcessGroup& exchange, ProcessGroup& gather, Tensor tensor, DType wire,
                       ReduceOp op)
-      : exchange_(exchange), gather_(gather), tensor_(std::move(tensor)), wire_(wire), op_(op) {
+      : exchange_(exchange),
+        gather_(exchange.stream_ordered() ? exchange : gather),
+        tensor_(std::move(tensor)),
+        wire_(wire),
+        op_(op) {
     NoGradGuard no_grad;
     const int64_t world = exchange_.world_size();
     numel_ = tensor_.numel();
@@ -26,6 +30,10 @@ class CompressedAllReduce final : public Work {
     incoming_ = empty({block_ * world}, wire_options);
     outgoing_ = outgoing;
     work_ = exchange_.all_to_all(outgoing_, incoming_);
+    // Stream-ordered (NCCL): the sum and the all-gather queue behind the exchange at once,
+    // so both phases sit on one communicator in launch order on every rank, never in an
+    // order set by when each rank's host happened to poll.
+    if (exchange_.stream_ordered()) advance();
   }
 
   void wait() override { run_to_end(false); }

@@ -11,13 +11,15 @@
 // ends with the same bits. Values beyond the wire type's range become inf (fp16: 65504), which
 // a loss scaler then sees as an overflow and skips the step, as with fp16 gradients.
 //
-// The two phases advance in wait(), synchronize() and completed(); a caller that polls
-// completed() (the reducer does, from its hooks) lets the all-gather start while backward
-// still runs. Whether a phase has finished differs between ranks, so the all-gathers run on
-// `gather`, a duplicate of `exchange` (exchange.split(0, exchange.rank())): each group then
-// sees its collectives in the same order on every rank (bucket order) however the two
-// phases interleave. With one reduction in flight at a time, both may be the same group.
-// The groups must outlive the returned Work.
+// On a stream-ordered group (NCCL) both phases are issued at once, on `exchange` alone:
+// one communicator and stream, in call order on every rank; `gather` is not used. Otherwise
+// (MPI) the host must see the exchange finish first, so the phases advance in wait(),
+// synchronize() and completed(); a caller that polls completed() (the reducer does, from its
+// hooks) lets the all-gather start while backward still runs. Whether a phase has finished
+// then differs between ranks, so the all-gathers run on `gather`, a duplicate of `exchange`
+// (exchange.split(0, exchange.rank())): each group sees its collectives in the same order on
+// every rank (bucket order) however the two phases interleave. With one reduction in flight
+// at a time, both may be the same group. The groups must outlive the returned Work.
 #include <memory>
 
 #include "comm/process_group.h"

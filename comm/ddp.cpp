@@ -24,7 +24,7 @@ std::shared_ptr<Module> broadcast_state(std::shared_ptr<Module> module, ProcessG
   // Broadcasting into replicas of another shape would fail inside MPI or NCCL; say so first.
   Tensor mine = from_vector(std::vector<int64_t>{int64_t(signature.value())}, {1}, group.device());
   Tensor all = zeros({group.world_size()}, TensorOptions{}.with(DType::i64).with(group.device()));
-  group.all_gather(mine, all)->wait();
+  group.all_gather(mine, all)->synchronize();  // the host reads it: a polled wait
   const std::vector<int64_t> signatures = all.to_vector<int64_t>();
   for (size_t r = 1; r < signatures.size(); ++r)
     SONATA_CHECK(signatures[r] == signatures[0],

@@ -1,15 +1,33 @@
 #include "comm/mpi_group.h"
 
+#include <algorithm>
 #include <climits>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "base/error.h"
 #include "base/mpi_check.h"
+#include "comm/arrival_board.h"
+#include "comm/bootstrap.h"
+#include "comm/bounded_wait.h"
 
 namespace sonata {
+// What a Work is, for the message that ends the job when it does not finish in time.
+struct MpiWorkLabel {
+  const char* what = "";  // the operation
+  int64_t numel = 0;      // its tensor's elements (0: none)
+  DType dtype = DType::f32;
+  int peer = -1;        // send/recv: the peer's rank in the group
+  int64_t arrival = 0;  // collectives: its number on the group's arrival board
+  std::weak_ptr<ArrivalBoard> board;
+  int world_size = 1;
+  double timeout_s = 600;
+};
+
 namespace {
 
 void abandon(std::vector<Tensor> tensors) {
@@ -19,13 +37,26 @@ void abandon(std::vector<Tensor> tensors) {
   abandoned->insert(abandoned->end(), tensors.begin(), tensors.end());
 }
 
+std::string describe_timeout(const MpiWorkLabel& label) {
+  std::string text = str(label.what);
+  if (label.numel > 0) text += str(" of ", label.numel, " ", dtype_name(label.dtype), " elements");
+  text += str(" on an MPI group of ", label.world_size, " ranks did not complete within ",
+              label.timeout_s, " s (--comm-timeout); ");
+  if (label.peer >= 0)
+    return text + str("its peer, rank ", label.peer, " of the group, did not match it");
+  if (const std::shared_ptr<ArrivalBoard> board = label.board.lock())
+    return text + board->describe_missing(label.arrival, std::min(label.timeout_s, 5.0));
+  return text + "rank(s) that did not arrive: unknown (the group is gone)";
+}
+
 // One non-blocking MPI call. `finish` runs once, after the request completes (averaging,
 // copying a staged f32 result back); the tensors are held until then so that MPI never
-// reads or writes freed memory.
+// reads or writes freed memory. wait() polls MPI_Test (comm/bounded_wait.h) rather than
+// blocking in MPI_Wait, so a peer that never arrives ends the job after the timeout.
 class MpiWork final : public Work {
  public:
-  explicit MpiWork(std::vector<Tensor> keep_alive, std::function<void()> finish = {})
-      : keep_alive_(std::move(keep_alive)), finish_(std::move(finish)) {}
+  MpiWork(MpiWorkLabel label, std::vector<Tensor> keep_alive, std::function<void()> finish = {})
+      : label_(std::move(label)), keep_alive_(std::move(keep_alive)), finish_(std::move(finish)) {}
   ~MpiWork() override {
     // Dropped unwaited (an exception unwinding past it): waiting here could hang on a peer
     // that never posts its side, and freeing the memory would let MPI write into reused
@@ -36,18 +67,22 @@ class MpiWork final : public Work {
 
   void wait() override {
     if (done_) return;
-    MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+    if (!poll_until([this] { return test(); }, label_.timeout_s))
+      abort_job(describe_timeout(label_));
     finish();
   }
   bool completed() override {
     if (done_) return true;
-    int flag = 0;
-    MPI_CHECK(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE));
-    if (flag) finish();
+    if (test()) finish();
     return done_;
   }
 
  private:
+  bool test() {
+    int flag = 0;
+    MPI_CHECK(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE));
+    return flag != 0;
+  }
   void finish() {
     done_ = true;
     if (finish_) finish_();
@@ -55,6 +90,7 @@ class MpiWork final : public Work {
     keep_alive_.clear();
   }
 
+  MpiWorkLabel label_;
   MPI_Request request_ = MPI_REQUEST_NULL;
   bool done_ = false;
   std::vector<Tensor> keep_alive_;
@@ -129,9 +165,12 @@ MpiGroup::MpiGroup(MPI_Comm parent, int local_rank) : local_rank_(local_rank) {
   int level = MPI_THREAD_SINGLE;
   MPI_CHECK(MPI_Query_thread(&level));
   any_thread_ = level == MPI_THREAD_MULTIPLE;
+  board_ = std::make_shared<ArrivalBoard>(comm_);
 }
 
 MpiGroup::~MpiGroup() {
+  board_->close(timeout());  // its window lives on comm_
+  board_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
@@ -145,13 +184,31 @@ void MpiGroup::check_thread(const char* what) const {
                "thread that initialised it may communicate");
 }
 
+MpiWorkLabel MpiGroup::label(const char* what, const Tensor* tensor, int peer) const {
+  MpiWorkLabel label;
+  label.what = what;
+  if (tensor) {
+    label.numel = tensor->numel();
+    label.dtype = tensor->dtype();
+  }
+  label.world_size = world_size_;
+  label.timeout_s = timeout();
+  label.peer = peer;
+  if (peer < 0) {  // a collective: every rank counts it
+    label.arrival = board_->arrive();
+    label.board = board_;
+  }
+  return label;
+}
+
 std::shared_ptr<Work> MpiGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   check_thread("all_reduce");
   check_comm_tensor(tensor, device(), "all_reduce", "input");
   check_reduce(tensor.dtype(), op, "all_reduce");
   Tensor reduced = reduction_buffer(tensor);
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{tensor, reduced},
-                                        finish_reduction(reduced, tensor, op, world_size_));
+  auto work =
+      std::make_shared<MpiWork>(label("all_reduce", &tensor), std::vector<Tensor>{tensor, reduced},
+                                finish_reduction(reduced, tensor, op, world_size_));
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, reduced.data_ptr(), mpi_count(reduced, "all_reduce"),
                            mpi_type(reduced.dtype()), MPI_SUM, comm_, work->request()));
   return work;
@@ -161,7 +218,7 @@ std::shared_ptr<Work> MpiGroup::broadcast(Tensor& tensor, int root) {
   check_thread("broadcast");
   check_comm_tensor(tensor, device(), "broadcast", "input");
   check_rank(root, world_size_, "broadcast", "root");
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{tensor});
+  auto work = std::make_shared<MpiWork>(label("broadcast", &tensor), std::vector<Tensor>{tensor});
   MPI_CHECK(MPI_Ibcast(tensor.data_ptr(), mpi_count(tensor, "broadcast"), mpi_type(tensor.dtype()),
                        root, comm_, work->request()));
   return work;
@@ -183,7 +240,7 @@ std::shared_ptr<Work> MpiGroup::all_gather(const Tensor& in, Tensor& out) {
   const char* own_block =
       static_cast<const char*>(out.data_ptr()) + in.numel() * rank_ * dtype_size(in.dtype());
   const void* send = in.data_ptr() == own_block ? MPI_IN_PLACE : in.data_ptr();
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{in, out});
+  auto work = std::make_shared<MpiWork>(label("all_gather", &in), std::vector<Tensor>{in, out});
   MPI_CHECK(MPI_Iallgather(send, count, type, out.data_ptr(), count, type, comm_, work->request()));
   return work;
 }
@@ -201,7 +258,8 @@ std::shared_ptr<Work> MpiGroup::reduce_scatter(const Tensor& in, Tensor& out, Re
   mpi_count(in, "reduce_scatter");
   const Tensor source = reduction_buffer(in);
   Tensor reduced = is_half(out.dtype()) ? empty(out.shape(), out.options().with(DType::f32)) : out;
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{in, out, source, reduced},
+  auto work = std::make_shared<MpiWork>(label("reduce_scatter", &in),
+                                        std::vector<Tensor>{in, out, source, reduced},
                                         finish_reduction(reduced, out, op, world_size_));
   MPI_CHECK(MPI_Ireduce_scatter_block(source.data_ptr(), reduced.data_ptr(),
                                       mpi_count(reduced, "reduce_scatter"),
@@ -215,7 +273,7 @@ std::shared_ptr<Work> MpiGroup::all_to_all(const Tensor& in, Tensor& out) {
   mpi_count(in, "all_to_all");
   const int block = int(in.numel() / world_size_);
   const MPI_Datatype type = mpi_type(in.dtype());
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{in, out});
+  auto work = std::make_shared<MpiWork>(label("all_to_all", &in), std::vector<Tensor>{in, out});
   MPI_CHECK(MPI_Ialltoall(in.data_ptr(), block, type, out.data_ptr(), block, type, comm_,
                           work->request()));
   return work;
@@ -223,7 +281,7 @@ std::shared_ptr<Work> MpiGroup::all_to_all(const Tensor& in, Tensor& out) {
 
 std::shared_ptr<Work> MpiGroup::barrier() {
   check_thread("barrier");
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{});
+  auto work = std::make_shared<MpiWork>(label("barrier"), std::vector<Tensor>{});
   MPI_CHECK(MPI_Ibarrier(comm_, work->request()));
   return work;
 }
@@ -233,7 +291,7 @@ std::shared_ptr<Work> MpiGroup::send(const Tensor& tensor, int peer, int tag) {
   check_comm_tensor(tensor, device(), "send", "input");
   check_rank(peer, world_size_, "send", "peer");
   SONATA_CHECK(tag >= 0, "send: tag ", tag, " must not be negative");
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{tensor});
+  auto work = std::make_shared<MpiWork>(label("send", &tensor, peer), std::vector<Tensor>{tensor});
   MPI_CHECK(MPI_Isend(tensor.data_ptr(), mpi_count(tensor, "send"), mpi_type(tensor.dtype()), peer,
                       tag, comm_, work->request()));
   return work;
@@ -245,6 +303,7 @@ std::shared_ptr<ProcessGroup> MpiGroup::split(int color, int key) {
   MPI_Comm part = MPI_COMM_NULL;
   MPI_CHECK(MPI_Comm_split(comm_, color, key, &part));
   auto group = std::make_shared<MpiGroup>(part, local_rank_);  // duplicates `part`
+  group->set_timeout(timeout());
   MPI_CHECK(MPI_Comm_free(&part));
   return group;
 }
@@ -254,7 +313,7 @@ std::shared_ptr<Work> MpiGroup::recv(Tensor& tensor, int peer, int tag) {
   check_comm_tensor(tensor, device(), "recv", "input");
   check_rank(peer, world_size_, "recv", "peer");
   SONATA_CHECK(tag >= 0, "recv: tag ", tag, " must not be negative");
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{tensor});
+  auto work = std::make_shared<MpiWork>(label("recv", &tensor, peer), std::vector<Tensor>{tensor});
   MPI_CHECK(MPI_Irecv(tensor.data_ptr(), mpi_count(tensor, "recv"), mpi_type(tensor.dtype()), peer,
                       tag, comm_, work->request()));
   return work;

@@ -2,6 +2,8 @@
 // The MPI process group for CPU tensors: every operation is one non-blocking MPI call
 // (MPI_Iallreduce, MPI_Ibcast, ...) on the group's own duplicate of the world communicator,
 // with errors returned (not fatal inside MPI) so that they are reported with their place.
+// Waits poll with MPI_Test up to the group's timeout(); past it the job ends naming the
+// operation and the ranks that did not arrive (comm/arrival_board.h).
 //
 // Threads: when MPI provides MPI_THREAD_MULTIPLE, any thread may start operations and wait
 // on them (one thread per Work). Under MPI_THREAD_FUNNELED only the thread that initialised
@@ -10,9 +12,14 @@
 // all-reduce to advance meanwhile calls Work::completed() now and then.
 #include <mpi.h>
 
+#include <memory>
+
 #include "comm/process_group.h"
 
 namespace sonata {
+
+class ArrivalBoard;
+struct MpiWorkLabel;
 
 class MpiGroup final : public ProcessGroup {
  public:
@@ -41,12 +48,16 @@ class MpiGroup final : public ProcessGroup {
 
  private:
   void check_thread(const char* what) const;
+  // The timeout message's facts for an operation about to start; a collective (no `peer`)
+  // also counts as this rank's arrival on the board.
+  MpiWorkLabel label(const char* what, const Tensor* tensor = nullptr, int peer = -1) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int world_size_ = 1;
   int local_rank_ = 0;
-  bool any_thread_ = false;  // MPI_THREAD_MULTIPLE
+  bool any_thread_ = false;              // MPI_THREAD_MULTIPLE
+  std::shared_ptr<ArrivalBoard> board_;  // who has reached which collective
 };
 
 }  // namespace sonata

@@ -1,10 +1,9 @@
 #include "comm/nccl_group.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdlib>
+#include <functional>
 #include <mutex>
-#include <thread>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -12,6 +11,9 @@
 #include "base/error.h"
 #include "base/mpi_check.h"
 #include "base/nccl_check.h"
+#include "comm/arrival_board.h"
+#include "comm/bootstrap.h"
+#include "comm/bounded_wait.h"
 #include "engine/device.h"
 
 namespace sonata {
@@ -58,53 +60,77 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return op == ReduceOp::sum ? ncclSum : ncclAvg;
 }
 
-// An error NCCL met in the background (a peer gone, a network failure) ends the job.
-void check_async_error(ncclComm_t comm) {
+// The asynchronous error NCCL met in the background (a peer gone, a network failure), as a
+// sentence, or "" while there is none.
+std::string async_error(ncclComm_t comm) {
   ncclResult_t async = ncclSuccess;
-  NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
-  if (async != ncclSuccess)
-    fail_library("NCCL", __FILE__, __LINE__, "ncclCommGetAsyncError", ncclGetErrorString(async));
+  const ncclResult_t status = ncclCommGetAsyncError(comm, &async);
+  if (status != ncclSuccess) return str("ncclCommGetAsyncError: ", ncclGetErrorString(status));
+  if (async == ncclSuccess || async == ncclInProgress) return "";
+  return ncclGetErrorString(async);
 }
 
-// Blocks the host until `event` is done, watching the communicator: an asynchronous NCCL
-// error, or no completion within the timeout, ends the job instead of hanging it.
-void wait_with_timeout(ncclComm_t comm, const Event& event) {
-  const auto start = std::chrono::steady_clock::now();
-  const double timeout_s = nccl_timeout_seconds();
-  while (!event.query()) {
-    check_async_error(comm);
-    const std::chrono::duration<double> waited = std::chrono::steady_clock::now() - start;
-    if (waited.count() > timeout_s)
-      fail_library("NCCL", __FILE__, __LINE__, "Work::synchronize",
-                   str("not done after ", timeout_s, " s (SONATA_NCCL_TIMEOUT_S): a peer ",
-                       "may have died or stopped issuing the same collectives"));
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+// Whether the work before `event` is done. A not-ready query also becomes the thread's last
+// CUDA error, which a later kernel launch check would report as its own: clear it here.
+bool event_done(const Event& event) {
+  const cudaError_t status = cudaEventQuery(event.get());
+  if (status == cudaErrorNotReady) {
+    static_cast<void>(cudaGetLastError());
+    return false;
   }
+  CUDA_CHECK(status);
+  return true;
+}
+
+// Ends the job for an NCCL operation that failed or hung; abort_job aborts every
+// communicator first, so no kernel keeps waiting on a peer that is gone.
+[[noreturn]] void end_job(const std::string& failure) {
+  abort_job(failure);
 }
 
 class NcclWork final : public Work {
  public:
-  NcclWork(ncclComm_t comm, int device, std::vector<Tensor> tensors)
-      : comm_(comm), device_(device), tensors_(std::move(tensors)) {}
+  NcclWork(ncclComm_t comm, int device, std::vector<Tensor> tensors, std::string what,
+           double timeout_s, std::function<std::string()> missing)
+      : comm_(comm),
+        device_(device),
+        tensors_(std::move(tensors)),
+        what_(std::move(what)),
+        timeout_s_(timeout_s),
+        missing_(std::move(missing)) {}
   ~NcclWork() override {
     // Dropped unwaited: order the caller's stream after the transfer anyway, so the caching
     // allocator cannot hand the tensors' memory to new work while NCCL still uses it.
-    if (!waited_ && !tensors_.empty()) cudaStreamWaitEvent(current_stream(device_), done_.get(), 0);
+    if (!waited_ && !tensors_.empty())
+      cudaStreamWaitEvent(current_stream(device_), done_->get(), 0);
   }
-  Event& done_event() { return done_; }
+  const std::shared_ptr<Event>& done_event() const { return done_; }
 
   void wait() override {
-    done_.block(current_stream(device_));
+    done_->block(current_stream(device_));
     waited_ = true;
     tensors_.clear();
   }
+  // Blocks the host, polling the event and the communicator, never inside CUDA.
   void synchronize() override {
-    wait_with_timeout(comm_, done_);
+    std::string failure;
+    const bool done = poll_until(
+        [&] {
+          if (event_done(*done_)) return true;
+          failure = async_error(comm_);
+          return !failure.empty();
+        },
+        timeout_s_);
+    if (!failure.empty()) end_job(str(what_, " failed: ", failure));
+    if (!done)
+      end_job(
+          str(what_, " did not complete within ", timeout_s_, " s (--comm-timeout); ", missing_()));
     wait();
   }
   bool completed() override {
-    if (done_.query()) return true;
-    check_async_error(comm_);
+    if (event_done(*done_)) return true;
+    const std::string failure = async_error(comm_);
+    if (!failure.empty()) end_job(str(what_, " failed: ", failure));
     return false;
   }
 
@@ -112,7 +138,10 @@ class NcclWork final : public Work {
   ncclComm_t comm_;
   int device_;
   std::vector<Tensor> tensors_;
-  Event done_;
+  std::string what_;
+  double timeout_s_;
+  std::function<std::string()> missing_;
+  std::shared_ptr<Event> done_ = std::make_shared<Event>();
   bool waited_ = false;
 };
 
@@ -130,17 +159,6 @@ int pick_device(int local_rank) {
 
 }  // namespace
 
-double nccl_timeout_seconds() {
-  if (const char* text = std::getenv("SONATA_NCCL_TIMEOUT_S")) {
-    char* end = nullptr;
-    const double seconds = std::strtod(text, &end);
-    SONATA_CHECK(end != text && *end == '\0' && seconds > 0, "SONATA_NCCL_TIMEOUT_S='", text,
-                 "' is not a positive number of seconds");
-    return seconds;
-  }
-  return 600;
-}
-
 void abort_nccl_communicators() {
   std::unique_lock<std::mutex> lock(g_comms_mutex, std::try_to_lock);
   if (!lock.owns_lock()) return;  // another thread is aborting or registering
@@ -157,16 +175,20 @@ NcclGroup::NcclGroup(MPI_Comm world, int local_rank) : local_rank_(local_rank) {
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, world));
   NCCL_CHECK(ncclCommInitRank(&comm_, world_size_, id, rank_));
+  MPI_CHECK(MPI_Comm_dup(world, &mpi_comm_));
   adopt_communicator();
 }
 
 NcclGroup::NcclGroup(const NcclGroup& parent, int color, int key)
     : local_rank_(parent.local_rank_), device_(parent.device_) {
   SONATA_CHECK(color >= 0, "split: color ", color, " must not be negative");
+  set_timeout(parent.timeout());
   set_cuda_device(device_);
   NCCL_CHECK(ncclCommSplit(parent.comm_, color, key, &comm_, nullptr));
   NCCL_CHECK(ncclCommUserRank(comm_, &rank_));
   NCCL_CHECK(ncclCommCount(comm_, &world_size_));
+  // The same ranks in the same order (key, then rank), for the arrival board.
+  MPI_CHECK(MPI_Comm_split(parent.mpi_comm_, color, key, &mpi_comm_));
   adopt_communicator();
 }
 
@@ -175,7 +197,17 @@ void NcclGroup::adopt_communicator() {
     std::lock_guard<std::mutex> lock(g_comms_mutex);
     live_comms().push_back(comm_);
   }
-  stream_ = std::make_unique<Stream>(device_);
+  // The highest priority: a bucket's all-reduce starts as soon as its gradients are ready
+  // instead of queueing behind backward's kernels.
+  int least = 0, greatest = 0;
+  CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  stream_ = std::make_unique<Stream>(device_, greatest);
+  watchdog_ = std::make_unique<Watchdog>([](const std::string& failure) { end_job(failure); });
+  MPI_CHECK(MPI_Comm_set_errhandler(mpi_comm_, MPI_ERRORS_RETURN));
+  board_ = std::make_shared<ArrivalBoard>(mpi_comm_);
+  int level = MPI_THREAD_SINGLE;
+  MPI_CHECK(MPI_Query_thread(&level));
+  mpi_any_thread_ = level == MPI_THREAD_MULTIPLE;
   barrier_word_ = zeros({1}, TensorOptions{}.with(DType::f32).with(device()));
 }
 
@@ -184,6 +216,12 @@ std::shared_ptr<ProcessGroup> NcclGroup::split(int color, int key) {
 }
 
 NcclGroup::~NcclGroup() {
+  watchdog_.reset();  // it polls comm_ and reads the board
+  if (board_) board_->close(timeout());
+  board_.reset();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && mpi_comm_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_comm_);
   if (comm_ && unregister(comm_)) ncclCommDestroy(comm_);
 }
 
@@ -194,9 +232,38 @@ void NcclGroup::follow_caller() {
   ready.block(stream_->get());
 }
 
-std::shared_ptr<Work> NcclGroup::done(std::vector<Tensor> tensors) {
-  auto work = std::make_shared<NcclWork>(comm_, device_, std::move(tensors));
-  work->done_event().record(stream_->get());
+std::shared_ptr<Work> NcclGroup::done(const char* what, std::vector<Tensor> tensors, int peer) {
+  std::string label = str(what);
+  if (!tensors.empty() && std::string(what) != "barrier")
+    label +=
+        str(" of ", tensors.front().numel(), " ", dtype_name(tensors.front().dtype()), " elements");
+  label += str(" on an NCCL group of ", world_size_, " ranks");
+  // Collectives count as arrivals (host side: this rank queued it); point-to-point names its
+  // peer. The board is read over MPI, from the watchdog's thread only when MPI allows it.
+  std::function<std::string()> missing;
+  if (peer >= 0) {
+    missing = [peer] { return str("its peer, rank ", peer, " of the group, did not match it"); };
+  } else {
+    const int64_t number = board_->arrive();
+    missing = [board = std::weak_ptr<ArrivalBoard>(board_), number,
+               grace = std::min(timeout(), 5.0), any_thread = mpi_any_thread_] {
+      int is_main = 0;
+      MPI_Is_thread_main(&is_main);
+      const std::shared_ptr<ArrivalBoard> live = board.lock();
+      if (!live || !(any_thread || is_main))
+        return std::string(
+            "rank(s) that did not arrive: unknown (read only from MPI's main "
+            "thread without MPI_THREAD_MULTIPLE)");
+      return live->describe_missing(number, grace);
+    };
+  }
+  auto work =
+      std::make_shared<NcclWork>(comm_, device_, std::move(tensors), label, timeout(), missing);
+  work->done_event()->record(stream_->get());
+  const std::shared_ptr<Event> event = work->done_event();
+  const ncclComm_t comm = comm_;
+  watchdog_->watch({[event] { return event_done(*event); }, [comm] { return async_error(comm); },
+                    std::move(label), timeout(), std::move(missing)});
   return work;
 }
 
@@ -206,7 +273,7 @@ std::shared_ptr<Work> NcclGroup::all_reduce(Tensor& tensor, ReduceOp op) {
   follow_caller();
   NCCL_CHECK(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), size_t(tensor.numel()),
                            nccl_type(tensor.dtype()), nccl_op(op), comm_, stream_->get()));
-  return done({tensor});
+  return done("all_reduce", {tensor});
 }
 
 std::shared_ptr<Work> NcclGroup::broadcast(Tensor& tensor, int root) {
@@ -215,7 +282,7 @@ std::shared_ptr<Work> NcclGroup::broadcast(Tensor& tensor, int root) {
   follow_caller();
   NCCL_CHECK(ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), size_t(tensor.numel()),
                            nccl_type(tensor.dtype()), root, comm_, stream_->get()));
-  return done({tensor});
+  return done("broadcast", {tensor});
 }
 
 std::shared_ptr<Work> NcclGroup::all_gather(const Tensor& in, Tensor& out) {
@@ -229,7 +296,7 @@ std::shared_ptr<Work> NcclGroup::all_gather(const Tensor& in, Tensor& out) {
   follow_caller();
   NCCL_CHECK(ncclAllGather(in.data_ptr(), out.data_ptr(), size_t(in.numel()), nccl_type(in.dtype()),
                            comm_, stream_->get()));
-  return done({in, out});
+  return done("all_gather", {in, out});
 }
 
 std::shared_ptr<Work> NcclGroup::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) {
@@ -244,7 +311,7 @@ std::shared_ptr<Work> NcclGroup::reduce_scatter(const Tensor& in, Tensor& out, R
   follow_caller();
   NCCL_CHECK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), size_t(out.numel()),
                                nccl_type(in.dtype()), nccl_op(op), comm_, stream_->get()));
-  return done({in, out});
+  return done("reduce_scatter", {in, out});
 }
 
 std::shared_ptr<Work> NcclGroup::all_to_all(const Tensor& in, Tensor& out) {
@@ -264,7 +331,7 @@ std::shared_ptr<Work> NcclGroup::all_to_all(const Tensor& in, Tensor& out) {
                         comm_, stream_->get()));
   }
   NCCL_CHECK(ncclGroupEnd());
-  return done({in, out});
+  return done("all_to_all", {in, out});
 }
 
 std::shared_ptr<Work> NcclGroup::barrier() {
@@ -272,7 +339,7 @@ std::shared_ptr<Work> NcclGroup::barrier() {
   follow_caller();
   NCCL_CHECK(ncclAllReduce(barrier_word_.data_ptr(), barrier_word_.data_ptr(), 1, ncclFloat32,
                            ncclSum, comm_, stream_->get()));
-  return done({barrier_word_});
+  return done("barrier", {barrier_word_});
 }
 
 std::shared_ptr<Work> NcclGroup::send(const Tensor& tensor, int peer, int) {
@@ -282,7 +349,7 @@ std::shared_ptr<Work> NcclGroup::send(const Tensor& tensor, int peer, int) {
   follow_caller();
   NCCL_CHECK(ncclSend(tensor.data_ptr(), size_t(tensor.numel()), nccl_type(tensor.dtype()), peer,
                       comm_, stream_->get()));
-  return done({tensor});
+  return done("send", {tensor}, peer);
 }
 
 std::shared_ptr<Work> NcclGroup::recv(Tensor& tensor, int peer, int) {
@@ -292,7 +359,7 @@ std::shared_ptr<Work> NcclGroup::recv(Tensor& tensor, int peer, int) {
   follow_caller();
   NCCL_CHECK(ncclRecv(tensor.data_ptr(), size_t(tensor.numel()), nccl_type(tensor.dtype()), peer,
                       comm_, stream_->get()));
-  return done({tensor});
+  return done("recv", {tensor}, peer);
 }
 
 }  // namespace sonata

@@ -6,8 +6,12 @@
 //   2. runs the NCCL call on the communication stream,
 //   3. records a done event there, which Work::wait() makes the caller's current stream wait
 //      for. completed() queries that event (and the communicator's asynchronous error);
-//      synchronize() blocks the host, polling ncclCommGetAsyncError, for at most
-//      SONATA_NCCL_TIMEOUT_S seconds (default 600).
+//      synchronize() blocks the host, polling both, for at most the group's timeout().
+// The communication stream has the device's highest priority. A watchdog thread per group
+// (comm/watchdog.h) watches every operation: one that fails, or is not done within the
+// timeout while the host is blocked anywhere (a copy behind a hung collective), ends the job
+// naming it and the ranks that had not queued it (an arrival board over a parallel MPI
+// communicator), then abort_job: every communicator aborted, then MPI_Abort.
 // f16 and bf16 reduce natively; avg is NCCL's own (ncclAvg).
 #include <cuda_runtime_api.h>
 #include <mpi.h>
@@ -16,9 +20,12 @@
 #include <memory>
 
 #include "comm/process_group.h"
+#include "comm/watchdog.h"
 #include "engine/cuda/stream.h"
 
 namespace sonata {
+
+class ArrivalBoard;
 
 class NcclGroup final : public ProcessGroup {
  public:
@@ -37,6 +44,7 @@ class NcclGroup final : public ProcessGroup {
   int local_rank() const override { return local_rank_; }
   std::string backend() const override { return "nccl"; }
   Device device() const override { return Device::cuda(device_); }
+  bool stream_ordered() const override { return true; }
   ncclComm_t comm() const { return comm_; }
   cudaStream_t stream() const { return stream_->get(); }
 
@@ -55,8 +63,9 @@ class NcclGroup final : public ProcessGroup {
   void adopt_communicator();
   // Orders the communication stream after the work queued so far on the caller's stream.
   void follow_caller();
-  // Records the done event after the NCCL call; `tensors` live until the Work is waited.
-  std::shared_ptr<Work> done(std::vector<Tensor> tensors);
+  // Records the done event after the NCCL call `what` and hands it to the watchdog;
+  // `tensors` live until the Work is waited.
+  std::shared_ptr<Work> done(const char* what, std::vector<Tensor> tensors, int peer = -1);
 
   int rank_ = 0;
   int world_size_ = 1;
@@ -64,14 +73,16 @@ class NcclGroup final : public ProcessGroup {
   int device_ = 0;
   ncclComm_t comm_ = nullptr;
   std::unique_ptr<Stream> stream_;
+  std::unique_ptr<Watchdog> watchdog_;
+  // The same ranks over MPI, for naming those that did not arrive (comm/arrival_board.h).
+  MPI_Comm mpi_comm_ = MPI_COMM_NULL;
+  std::shared_ptr<ArrivalBoard> board_;
+  bool mpi_any_thread_ = false;
   Tensor barrier_word_;  // what a barrier all-reduces
 };
 
 // Aborts every live NCCL communicator of this process (the fatal handler, before MPI_Abort),
 // so that kernels waiting on a dead peer return.
 void abort_nccl_communicators();
-
-// SONATA_NCCL_TIMEOUT_S, or 600 seconds.
-double nccl_timeout_seconds();
 
 }  // namespace sonata

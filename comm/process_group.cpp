@@ -15,6 +15,11 @@ std::shared_ptr<Work> completed_work() {
   return std::make_shared<CompletedWork>();
 }
 
+void ProcessGroup::set_timeout(double seconds) {
+  check_comm_timeout(seconds, "the communication timeout");
+  timeout_s_ = seconds;
+}
+
 const char* reduce_op_name(ReduceOp op) {
   return op == ReduceOp::sum ? "sum" : "avg";
 }

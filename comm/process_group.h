@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "comm/bounded_wait.h"
 #include "engine/tensor.h"
 
 namespace sonata {
@@ -35,9 +36,9 @@ class Work {
   // done (and the result averaged). NCCL: makes the caller's current stream wait for it and
   // returns at once; kernels launched afterwards see the result.
   virtual void wait() = 0;
-  // Blocks the host until the operation is done. NCCL: polls the communicator for
-  // asynchronous errors and gives up after SONATA_NCCL_TIMEOUT_S seconds (default 600),
-  // aborting the job, so a dead peer never leaves this rank hanging.
+  // Blocks the host until the operation is done. Every backend polls (comm/bounded_wait.h)
+  // and, past the group's timeout(), ends the job naming the operation and the ranks that
+  // did not arrive, so a dead or stopped peer never leaves this rank hanging.
   virtual void synchronize() { wait(); }
   // Whether the operation has finished, without blocking. MPI: a finished all-reduce with
   // avg is divided here or in wait(), whichever comes first.
@@ -52,6 +53,14 @@ class ProcessGroup {
   virtual int local_rank() const = 0;       // rank among the processes on this node
   virtual std::string backend() const = 0;  // "single", "mpi" or "nccl"
   virtual Device device() const = 0;        // where this group's tensors must live
+  // Whether wait() only orders the caller's stream (NCCL): work issued after it runs after
+  // the result on the device, so a chain of operations can be issued without host waits.
+  virtual bool stream_ordered() const { return false; }
+
+  // Seconds any wait on this group's operations may block before the job ends (the
+  // trainer's --comm-timeout); applies to operations started afterwards. split() copies it.
+  void set_timeout(double seconds);
+  double timeout() const { return timeout_s_; }
 
   virtual std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::sum) = 0;
   virtual std::shared_ptr<Work> broadcast(Tensor& tensor, int root) = 0;
@@ -72,6 +81,9 @@ class ProcessGroup {
   // by `key` then by rank (MPI_Comm_split, ncclCommSplit). With one color for all it is a
   // duplicate: the same ranks, but collectives on it are ordered independently of this one.
   virtual std::shared_ptr<ProcessGroup> split(int color, int key) = 0;
+
+ private:
+  double timeout_s_ = default_comm_timeout_seconds();
 };
 
 // A Work that is already done (the single group, empty tensors).

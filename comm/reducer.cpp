@@ -14,11 +14,25 @@
 namespace sonata {
 namespace {
 
+// Host values on `device` for a collective: on a GPU through pinned memory, so the copy is
+// queued on the stream instead of serialising it as a pageable copy does.
+Tensor to_group_device(const std::vector<int64_t>& values, Device device) {
+  const Tensor host = from_vector(values, {int64_t(values.size())});
+  if (device.is_cpu()) return host;
+  TensorOptions pinned = host.options();
+  pinned.pinned = true;
+  Tensor staged = empty(host.shape(), pinned);
+  staged.copy_(host);
+  return staged.to(device, /*non_blocking=*/true);
+}
+
 // Every rank's `value`, gathered: one collective.
 std::vector<int64_t> gather_all(ProcessGroup& group, int64_t value) {
-  Tensor mine = from_vector(std::vector<int64_t>{value}, {1}, group.device());
+  Tensor mine = to_group_device({value}, group.device());
   Tensor all = zeros({group.world_size()}, TensorOptions{}.with(DType::i64).with(group.device()));
-  group.all_gather(mine, all)->wait();
+  // synchronize(), not wait(): the host reads the result, and only synchronize() polls
+  // with the group's timeout instead of blocking in the device copy.
+  group.all_gather(mine, all)->synchronize();
   return all.to_vector<int64_t>();
 }
 
@@ -177,8 +191,8 @@ struct Reducer::State {
   // Rank 0's ready order, checked to be a permutation of every parameter.
   std::vector<size_t> agreed_order() {
     std::vector<int64_t> mine(order.begin(), order.end());
-    Tensor shared = from_vector(mine, {int64_t(mine.size())}, group->device());
-    group->broadcast(shared, 0)->wait();
+    Tensor shared = to_group_device(mine, group->device());
+    group->broadcast(shared, 0)->synchronize();
     std::vector<size_t> agreed;
     std::vector<char> seen(params.size(), 0);
     for (int64_t i : shared.to_vector<int64_t>()) {
@@ -230,7 +244,10 @@ Reducer::Reducer(NamedTensors parameters, std::shared_ptr<ProcessGroup> group,
   s.params = std::move(parameters);
   s.group = std::move(group);
   s.options = options;
-  if (options.comm_dtype) s.gather_group = s.group->split(0, s.group->rank());
+  // A stream-ordered group (NCCL) issues both phases of a compressed all-reduce at once, in
+  // bucket order, on its one communicator; a second one would race it (NCCL can deadlock).
+  if (options.comm_dtype)
+    s.gather_group = s.group->stream_ordered() ? s.group : s.group->split(0, s.group->rank());
 
   const std::vector<int64_t> signatures = gather_all(*s.group, int64_t(signature(s.params)));
   const std::string differing = ranks_differing_from_root(signatures);
@@ -295,17 +312,20 @@ void Reducer::finish() {
   for (size_t i = 0; i < s.params.size(); ++i)
     if (!s.ready[i]) s.mark_ready(i);
   s.launch_ready();
-  std::vector<int64_t> used(s.used.begin(), s.used.end());
-  Tensor counts = from_vector(used, {int64_t(used.size())}, s.group->device());
-  std::shared_ptr<Work> counts_work = s.group->all_reduce(counts, ReduceOp::sum);
+  // Who used which parameter matters across ranks only with find_unused_parameters; without
+  // it no extra collective, no host copy and no host wait happen here (as in PyTorch).
+  std::shared_ptr<Work> counts_work;
+  Tensor counts;
+  if (s.options.find_unused_parameters) {
+    counts = to_group_device(std::vector<int64_t>(s.used.begin(), s.used.end()), s.group->device());
+    counts_work = s.group->all_reduce(counts, ReduceOp::sum);
+  }
   for (size_t b = s.next_done; b < s.buckets.size(); ++b) {
     s.buckets[b].work->wait();
     s.buckets[b].done = true;
     s.log(ReducerEvent::Kind::bucket_done, b);
   }
   s.next_done = s.buckets.size();
-  counts_work->wait();
-  const std::vector<int64_t> users = counts.to_vector<int64_t>();
   s.expect_hooks = false;
   s.window_open = false;
   s.next_launch = 0;
@@ -317,19 +337,21 @@ void Reducer::finish() {
     s.check_layout_agrees(s.pending_order);
   }
 
-  const int64_t world = s.group->world_size();
-  std::string missing;
-  for (size_t i = 0; i < s.params.size(); ++i) {
-    if (users[i] == world) continue;
-    if (s.options.find_unused_parameters) {
+  if (s.options.find_unused_parameters) {
+    counts_work->synchronize();  // the host reads the counts: a polled wait
+    const std::vector<int64_t> users = counts.to_vector<int64_t>();
+    for (size_t i = 0; i < s.params.size(); ++i)
       if (users[i] == 0) s.params[i].second.set_grad(Tensor());
-      continue;
-    }
-    missing += str(missing.empty() ? "" : ", ", "'", s.params[i].first, "'");
-    if (world > 1) missing += str(" (", users[i], " of ", world, " ranks)");
+    return;
   }
-  SONATA_CHECK(missing.empty(), "Reducer: parameter(s) ", missing,
-               " got no gradient in this step; pass find_unused_parameters = true if the model "
+  // Every bucket was launched and waited for, so the ranks stay in step even when this one
+  // throws; the job's failure handling ends the others.
+  std::string missing;
+  for (size_t i = 0; i < s.params.size(); ++i)
+    if (!s.used[i]) missing += str(missing.empty() ? "" : ", ", "'", s.params[i].first, "'");
+  SONATA_CHECK(missing.empty(), "Reducer: parameter(s) ", missing, " got no gradient on rank ",
+               s.group->rank(),
+               " in this step; pass find_unused_parameters = true if the model "
                "leaves them out on purpose");
 }
 

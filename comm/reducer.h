@@ -30,12 +30,14 @@
 // the next synchronised backward.
 //
 // Parameters without a gradient in a window: with find_unused_parameters = false, finish()
-// throws naming them (on every rank when any rank misses one: the per-parameter "got a
-// gradient" counts are all-reduced each step). With true, their buckets still reduce (their
-// slices hold zeros, or what no_sync micro-steps left there); parameters that no rank used
-// get their gradient set to none, so the optimizer leaves them alone as in one process.
-// The count all-reduce is read on the host in finish(), which on CUDA waits for the step's
-// communication (as PyTorch's find_unused_parameters=True does).
+// throws on each rank that missed one, naming them (after every bucket was reduced, so the
+// ranks stay in step; under the trainer that error ends the job). Nothing is exchanged for
+// this and the host never waits: finish() only orders the caller's stream after the buckets
+// (NCCL). With true, the per-parameter "got a gradient" counts are all-reduced and read on
+// the host (a polled wait, as PyTorch's find_unused_parameters=True also waits): their
+// buckets still reduce (their slices hold zeros, or what no_sync micro-steps left there);
+// parameters that no rank used get their gradient set to none, so the optimizer leaves them
+// alone as in one process.
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -61,7 +61,9 @@ std::shared_ptr<Work> SingleGroup::recv(Tensor&, int peer, int) {
 
 std::shared_ptr<ProcessGroup> SingleGroup::split(int color, int) {
   SONATA_CHECK(color >= 0, "split: color ", color, " must not be negative");
-  return std::make_shared<SingleGroup>(device_);
+  auto part = std::make_shared<SingleGroup>(device_);
+  part->set_timeout(timeout());
+  return part;
 }
 
 }  // namespace sonata

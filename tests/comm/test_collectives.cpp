@@ -6,10 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -238,14 +236,28 @@ TEST_CASE("several all-reduces in flight complete in any wait order", "[comm][ov
 }
 
 TEST_CASE("barrier holds every rank until the last arrives", "[comm][barrier]") {
+  // Ordered by messages, not by time: rank 0 enters the barrier only after every other rank
+  // has entered it and reported it still open, so an early completion is seen for certain.
   ProcessGroup& group = comm_group();
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  if (group.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  group.barrier()->wait();
-  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-  // Every rank, not only rank 0 which slept, has waited for rank 0.
-  CHECK(waited > 0.25);
+  const int W = group.world_size();
+  if (group.rank() == 0) {
+    for (int peer = 1; peer < W; ++peer) {
+      Tensor open = zeros({1}, TensorOptions{}.with(DType::i64));
+      group.recv(open, peer, 11)->wait();
+      INFO("rank " << peer << " saw the barrier open before rank 0 arrived");
+      CHECK(open.to_vector<int64_t>()[0] == 1);
+    }
+    auto work = group.barrier();
+    work->wait();
+    CHECK(work->completed());
+  } else {
+    auto work = group.barrier();
+    const bool open_before_rank0 = !work->completed();
+    Tensor report = from_vector(std::vector<int64_t>{open_before_rank0 ? 1 : 0}, {1});
+    group.send(report, 0, 11)->wait();
+    work->wait();
+    CHECK(open_before_rank0);
+  }
 }
 
 TEST_CASE("split makes groups of one color ranked by key", "[comm][split]") {

@@ -6,12 +6,16 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "comm/compressed_all_reduce.h"
+#include "comm/single_group.h"
 #include "engine/random.h"
 #include "tests/comm/comm_group.h"
+#include "tests/comm/recording_group.h"
 
 using namespace sonata;
 using sonata::testing::comm_group;
@@ -148,4 +152,29 @@ TEST_CASE("a value beyond fp16's range becomes inf for the loss scaler to see",
   Tensor f32 = values_of({1.0}, DType::f32);
   CHECK_THROWS_WITH(all_reduce_compressed(group, group, f32, DType::f64),
                     Catch::Contains("wire dtype must be f16 or bf16"));
+}
+
+TEST_CASE("on a stream-ordered group both phases are issued at once on one communicator",
+          "[comm][compressed]") {
+  using sonata::testing::RecordingGroup;
+  for (const bool stream_ordered : {true, false}) {
+    INFO("stream_ordered " << stream_ordered);
+    RecordingGroup exchange(std::make_shared<SingleGroup>(), stream_ordered);
+    RecordingGroup gather(std::make_shared<SingleGroup>(), stream_ordered);
+    Tensor t = values_of({1.0 / 3.0, 300.5, -2.25}, DType::f32);
+    auto work = all_reduce_compressed(exchange, gather, t, DType::bf16, ReduceOp::avg);
+    if (stream_ordered) {
+      // Both phases queued in call order on the exchange group, before anyone waits.
+      CHECK(exchange.log() == std::vector<std::string>{"all_to_all", "all_gather"});
+      CHECK(gather.log().empty());
+    } else {
+      // The host needs the exchange's result: the all-gather waits for a poll or a wait.
+      CHECK(exchange.log() == std::vector<std::string>{"all_to_all"});
+    }
+    work->wait();
+    CHECK(work->completed());
+    // One rank: the average is the tensor itself, rounded once to the wire dtype.
+    CHECK(t.to_vector<double>() ==
+          std::vector<double>{rounded(1.0 / 3.0, DType::bf16), rounded(300.5, DType::bf16), -2.25});
+  }
 }

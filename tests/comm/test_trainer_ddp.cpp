@@ -14,6 +14,7 @@
 #include "engine/random.h"
 #include "tests/comm/comm_group.h"
 #include "tests/support/letters_corpus.h"
+#include "tests/train/trainer_test_util.h"
 #include "tools/trainer/speech_task.h"
 #include "tools/trainer/train_loop.h"
 
@@ -119,6 +120,42 @@ TEST_CASE("trainer with --sync-bn and a bf16 all-reduce keeps whole replicas ide
   Tensor first = from_vector(state, {int64_t(state.size())}, TensorOptions{}.with(DType::f64));
   group.broadcast(first, 0)->wait();
   CHECK(first.to_vector<double>() == state);
+  group.barrier()->wait();
+  if (group.rank() == 0) std::filesystem::remove_all(folder);
+}
+
+TEST_CASE("--comm-timeout reaches the process group and is checked", "[comm][trainer][timeout]") {
+  CHECK(sonata::testing::parse_command_line({"--comm-timeout", "7.5"}).comm_timeout == 7.5);
+  TrainerOptions negative;
+  negative.model = "ds2";
+  negative.train_manifest = "train.tsv";
+  negative.comm_timeout = -1;
+  CHECK_THROWS_WITH(negative.check(), Catch::Contains("--comm-timeout"));
+
+  ProcessGroup& group = comm_group();
+  if (group.world_size() == 1) return;  // one process: no group to time out
+  const std::string folder = job_folder("comm_timeout");
+  const std::string corpus = folder + "/corpus_" + std::to_string(group.rank());
+  std::filesystem::create_directories(corpus);
+  TrainerOptions options;
+  options.model = "ds2";
+  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
+  options.features.n_mels = 40;
+  options.train_manifest = sonata::testing::write_letters_corpus(corpus, "train", 4, 7);
+  options.batch_size = 2;
+  options.max_steps = 1;
+  options.progress = "none";
+  options.workers = 1;
+  options.metrics = corpus + "/metrics.jsonl";
+  options.comm_timeout = 123;
+  // A duplicate of the test group, so the setting does not outlive this test.
+  const std::shared_ptr<ProcessGroup> part = group.split(0, group.rank());
+  const double before = part->timeout();
+  manual_seed(options.seed);
+  auto task = std::make_unique<SpeechTask>(options, Vocabulary());
+  run_training(options, *task, Device::cpu(), part);
+  CHECK(before != 123);
+  CHECK(part->timeout() == 123);
   group.barrier()->wait();
   if (group.rank() == 0) std::filesystem::remove_all(folder);
 }

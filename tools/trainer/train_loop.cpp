@@ -192,6 +192,8 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
               o.workers, 2 * o.workers, /*pin_memory=*/device.is_cuda()),
       stager_(device, {0}) {
   if (!o.init_from.empty()) progress_.print(init_from_weights(model_, o.init_from));
+  // Before any split: the pipeline's, SyncBatchNorm's and the reducer's groups inherit it.
+  if (group_ && o.comm_timeout > 0) group_->set_timeout(o.comm_timeout);
   model_.to(device);
   cast_for_precision(model_, compute_dtype(o.precision));
   model_.train();
@@ -284,9 +286,11 @@ TrainResult Run::train() {
     DdpOptions ddp_options;
     ddp_options.reducer = reducer_options(o_);
     if (o_.sync_bn) {
-      // Statistics on a group of their own, so their gathers never queue behind (or in
-      // between) the gradient buckets'; identical statistics make broadcasts unnecessary.
-      set_batch_norm_stats_reducer(model_, make_batch_norm_stats_reducer(group_->split(0, rank_)));
+      // Statistics on the buckets' own group: every rank issues the gathers and the bucket
+      // all-reduces in the same graph order, one communicator and stream, never two
+      // communicators racing (NCCL can deadlock so); identical statistics make broadcasts
+      // unnecessary.
+      set_batch_norm_stats_reducer(model_, make_batch_norm_stats_reducer(group_));
       ddp_options.broadcast_buffers = false;
     }
     ddp_ = std::make_unique<DistributedDataParallel>(task_.shared_model(), group_, ddp_options);

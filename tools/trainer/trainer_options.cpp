@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -225,6 +226,10 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
                  "same | fp16 | bf16: gradients travel in this dtype, summed in fp32")
       ->capture_default_str()
       ->group(parallel);
+  app.add_option("--comm-timeout", o.comm_timeout,
+                 "seconds a collective may wait for a peer before the job ends, naming the "
+                 "ranks that did not arrive (0: SONATA_NCCL_TIMEOUT_S, else 600)")
+      ->group(parallel);
 
   const char* pipeline = "Pipeline parallel (mpirun -np R ./trainer --pipeline-stages S ...)";
   app.add_option("--pipeline-stages", o.pipeline_stages,
@@ -364,6 +369,8 @@ void TrainerOptions::check() const {
                "--progress must be auto, bar, lines or none, got '", progress, "'");
   SONATA_CHECK(log_every >= 1, "--log-every must be at least 1");
   SONATA_CHECK(bucket_mb > 0, "--bucket-mb must be positive, got ", bucket_mb);
+  SONATA_CHECK(comm_timeout >= 0 && std::isfinite(comm_timeout),
+               "--comm-timeout must be a number of seconds (0: the default), got ", comm_timeout);
   SONATA_CHECK(one_of(ddp_comm_dtype, {"same", "fp16", "bf16"}),
                "--ddp-comm-dtype must be same, fp16 or bf16, got '", ddp_comm_dtype, "'");
   SONATA_CHECK(pipeline_stages >= 1, "--pipeline-stages must be at least 1, got ", pipeline_stages);

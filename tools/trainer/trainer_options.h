@@ -85,6 +85,9 @@ struct TrainerOptions {
   bool find_unused_parameters = false;
   bool sync_bn = false;                 // BatchNorm statistics over every rank's batch
   std::string ddp_comm_dtype = "same";  // same | fp16 | bf16: the all-reduce's wire dtype
+  // Seconds any wait on communication may block before the job ends naming the collective
+  // and the ranks that did not arrive; 0: SONATA_NCCL_TIMEOUT_S if set, else 600.
+  double comm_timeout = 0;
 
   // Pipeline parallel (under mpirun): world = replicas x pipeline_stages; --micro-batches is
   // accum_steps (the loader batches of one optimizer step, run through the pipeline).
