@@ -673,7 +673,9 @@ TEST_CASE(
   const std::string train = write_letters_corpus(folder, "train", 14, 5);
   TrainerOptions options = tiny_ds2_options(train, "");
   options.epochs = 3;  // 12 steps
-  const auto reference = train_letters(options);
+  TrainerOptions straight = options;
+  straight.metrics = folder.file("straight.jsonl");
+  const auto reference = train_letters(straight);
 
   TrainerOptions first = options;
   first.checkpoint_dir = folder.file("run");
