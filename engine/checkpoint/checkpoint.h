@@ -8,7 +8,9 @@
 //                      which read back to the same bits) and "text.<name>".
 // A save is written into a temporary sibling folder and renamed into place, each file and
 // folder fsync'd, so a crash leaves either the whole step folder or none; `latest` and `best`
-// are symlinks to step folders, replaced atomically.
+// are symlinks to step folders, replaced atomically. Both files carry the CRC-32C of their
+// bytes in their metadata (engine/io/safetensors_checksum.h; torch ignores it), so a file
+// damaged after it was written is refused on load like a truncated one, never loaded.
 #include <cstdint>
 #include <map>
 #include <optional>

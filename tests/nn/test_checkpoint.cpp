@@ -1,7 +1,9 @@
 // Checkpoints: a bitwise round trip of tensors, awkward doubles and texts; keep_last pruning
 // that spares the best; best by min and by max, kept across a reopen; a truncated or corrupt
 // newest checkpoint skipped when loading a directory and named when loading it directly;
-// check_compatible's one error; no temporary folders left behind.
+// check_compatible's one error; no temporary folders left behind. Damaged checkpoints (bytes
+// that do not match their checksum, truncated files): skipped with the reason, never pruned,
+// counted or overwritten; checkpoints from before the checksum still load.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
