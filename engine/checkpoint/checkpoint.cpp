@@ -1,6 +1,8 @@
 #include "engine/checkpoint/checkpoint.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <utility>
@@ -25,6 +27,16 @@ fs::path folder_path(const std::string& path) {
   fs::path p = fs::path(path).lexically_normal();
   if (p.filename().empty()) p = p.parent_path();
   return p;
+}
+
+// `path` + ".damaged", or + ".damaged-2", -3, ...: the first name not taken. Not a step
+// folder name, so never listed, loaded or pruned.
+std::string damaged_name(const std::string& path) {
+  std::error_code error;
+  std::string aside = path + ".damaged";
+  for (int n = 2; fs::exists(fs::symlink_status(aside, error)); ++n)
+    aside = str(path, ".damaged-", n);
+  return aside;
 }
 
 }  // namespace
@@ -75,6 +87,15 @@ std::string CheckpointManager::save(const TrainingState& state, int64_t step,
   const std::string path = (fs::path(directory_) / name).string();
   const std::string temporary = temporary_path(directory_, name);
   std::error_code error;
+  if (fs::is_directory(fs::symlink_status(path, error)) && !verifies(step, path)) {
+    // What a damaged folder holds is kept for whoever wants to look at it.
+    const std::string aside = damaged_name(path);
+    if (std::rename(path.c_str(), aside.c_str()) != 0)
+      throw Error(str("CheckpointManager.save: cannot move the damaged checkpoint '", path,
+                      "' aside to '", aside, "': ", std::strerror(errno)));
+    std::fprintf(stderr, "sonata: moved the damaged checkpoint '%s' aside to '%s'\n", path.c_str(),
+                 aside.c_str());
+  }
   fs::remove_all(temporary, error);  // an earlier save of this process that failed
   SONATA_CHECK(fs::create_directory(temporary, error), "CheckpointManager.save: cannot create '",
                temporary, "': ", error.message());
@@ -87,6 +108,7 @@ std::string CheckpointManager::save(const TrainingState& state, int64_t step,
     throw;
   }
   fsync_directory(directory_);
+  verified_[step] = true;
 
   replace_symlink(directory_, kLatestLink, name);
   if (step == best_step_) {
@@ -106,17 +128,42 @@ std::string CheckpointManager::best_checkpoint() const {
   return best_step_ < 0 ? "" : (fs::path(directory_) / step_folder_name(best_step_)).string();
 }
 
+bool CheckpointManager::verifies(int64_t step, const std::string& path) {
+  const auto known = verified_.find(step);
+  if (known != verified_.end()) return known->second;
+  bool good = true;
+  try {
+    verify_step_folder(path);
+  } catch (const Error& e) {
+    std::fprintf(stderr,
+                 "sonata: %s; it stays as it is (never pruned, moved aside rather than "
+                 "overwritten) and is not counted among the checkpoints kept\n",
+                 e.what());
+    good = false;
+  }
+  verified_[step] = good;
+  return good;
+}
+
 void CheckpointManager::prune(int64_t saved_step) {
   if (keep_last_ == 0) return;
   const auto folders = list_step_folders(directory_);
-  const int64_t excess = int64_t(folders.size()) - keep_last_;
-  for (int64_t i = 0; i < excess; ++i) {
-    const auto& [step, path] = folders[size_t(i)];
-    if (step != best_step_ && step != saved_step) remove_step_folder(directory_, path);
+  // Newest first: the first keep_last_ that verify stay, and so does every one that does not
+  // (counting those would push good checkpoints out for damaged ones).
+  int64_t kept = 0;
+  for (auto it = folders.rbegin(); it != folders.rend(); ++it) {
+    const auto& [step, path] = *it;
+    if (!verifies(step, path)) continue;
+    if (++kept <= keep_last_ || step == best_step_ || step == saved_step) continue;
+    remove_step_folder(directory_, path);
+    verified_.erase(step);
   }
 }
 
-TrainingState load_checkpoint(const std::string& path) {
+TrainingState load_checkpoint(const std::string& path, CheckpointSource* source) {
+  CheckpointSource ignored;
+  if (!source) source = &ignored;
+  *source = {};
   const fs::path folder = folder_path(path);
   std::error_code error;
   SONATA_CHECK(fs::is_directory(folder, error), "load_checkpoint: '", path,
@@ -124,24 +171,37 @@ TrainingState load_checkpoint(const std::string& path) {
   const bool step_folder = parse_step_folder_name(folder.filename().string()).has_value() ||
                            fs::exists(folder / kModelFile, error) ||
                            fs::exists(folder / kStateFile, error);
-  if (step_folder) return read_step_folder(folder.string());
+  if (step_folder) {
+    source->folder = folder.string();
+    return read_step_folder(folder.string());
+  }
 
   const auto folders = list_step_folders(folder.string());
   SONATA_CHECK(!folders.empty(), "load_checkpoint: '", path,
                "' holds no checkpoint (no step-* folders)");
-  std::string failures;
   for (auto it = folders.rbegin(); it != folders.rend(); ++it) {
     try {
-      return read_step_folder(it->second);
+      TrainingState state = read_step_folder(it->second);
+      source->folder = it->second;
+      return state;
     } catch (const Error& e) {
       const bool last = std::next(it) == folders.rend();
       std::fprintf(
           stderr, "sonata: %s; %s\n", e.what(),
           last ? "no older checkpoint to fall back to" : "falling back to the previous checkpoint");
-      failures += str(failures.empty() ? "" : "; ", e.what());
+      source->skipped.push_back(e.what());
     }
   }
-  throw Error(str("load_checkpoint: no checkpoint in '", path, "' loads: ", failures));
+  std::string failures;
+  for (size_t i = 0; i < source->skipped.size(); ++i)
+    failures += str("\n  ", i + 1, ". ", source->skipped[i]);
+  throw Error(str("load_checkpoint: no checkpoint in '", path, "' loads (", folders.size(),
+                  folders.size() == 1 ? " step folder" : " step folders",
+                  ", each kept as it is):", failures));
+}
+
+bool has_step_folders(const std::string& directory) {
+  return !list_step_folders(folder_path(directory).string()).empty();
 }
 
 std::string latest_checkpoint(const std::string& directory) {

@@ -8,7 +8,9 @@
 //                      which read back to the same bits) and "text.<name>".
 // A save is written into a temporary sibling folder and renamed into place, each file and
 // folder fsync'd, so a crash leaves either the whole step folder or none; `latest` and `best`
-// are symlinks to step folders, replaced atomically.
+// are symlinks to step folders, replaced atomically. Both files carry the CRC-32C of their
+// bytes in their metadata (engine/io/safetensors_checksum.h; torch ignores it), so a file
+// damaged after it was written is refused on load like a truncated one, never loaded.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -32,13 +34,17 @@ class CheckpointManager {
  public:
   // `metric_mode`: "min" (CER, loss) or "max" (accuracy) decides which metric is best.
   // `keep_last`: how many step folders to keep (0 keeps all); the best is kept besides.
-  // Opening a folder that holds checkpoints picks up their best metric, and removes
+  // A step folder that does not verify (engine/checkpoint/checkpoint_format.h: a truncated
+  // file, a checksum that does not match) is never deleted nor overwritten, and does not
+  // count among the last kept: it is left for whoever wants to look at it, and said on
+  // stderr. Opening a folder that holds checkpoints picks up their best metric, and removes
   // temporary folders that other (dead) processes left behind.
   CheckpointManager(std::string directory, int64_t keep_last, std::string metric_mode);
 
-  // Writes step-<step>/ (replacing one of the same step), points `latest` at it and, when
-  // `metric` beats the best so far, `best`; then prunes old step folders. Returns the step
-  // folder's path.
+  // Writes step-<step>/ (replacing one of the same step; one that does not verify is moved
+  // aside to step-<step>.damaged[-N] instead), points `latest` at it and, when `metric`
+  // beats the best so far, `best`; then prunes old step folders. Returns the step folder's
+  // path.
   std::string save(const TrainingState& state, int64_t step,
                    std::optional<double> metric = std::nullopt);
 
@@ -51,9 +57,14 @@ class CheckpointManager {
   bool better(double metric) const;
   // The best metric among the step folders present, and `best` pointed at its folder.
   void rescan_best();
-  // Removes the oldest step folders past keep_last, sparing the best and the one just saved.
+  // Removes the step folders older than the newest keep_last that verify, sparing the best,
+  // the one just saved and every one that does not verify.
   void prune(int64_t saved_step);
+  // Whether the step folder verifies; checked once per folder (this process's own saves
+  // are known good), a failure said on stderr.
+  bool verifies(int64_t step, const std::string& path);
 
+  std::map<int64_t, bool> verified_;  // step -> whether its folder verifies
   std::string directory_;
   int64_t keep_last_;
   bool maximize_;
@@ -61,14 +72,26 @@ class CheckpointManager {
   int64_t best_step_ = -1;
 };
 
+// Where load_checkpoint found the state: the step folder, and the newer ones it skipped,
+// each as the error saying why.
+struct CheckpointSource {
+  std::string folder;
+  std::vector<std::string> skipped;
+};
+
 // `path` is a step folder, or a checkpoint directory: then its newest step folder that
 // loads; a newer one that does not is reported on stderr with the reason, and skipped. A
-// step folder that is unreadable (missing, truncated or corrupt file) is one error naming
-// the file and what is wrong. Tensors come back on the CPU.
-TrainingState load_checkpoint(const std::string& path);
+// step folder that is unreadable (missing, truncated or corrupt file, bytes that do not
+// match the file's checksum) is one error naming the file and what is wrong; a directory
+// none of whose step folders loads is one error naming each and why. Tensors come back on
+// the CPU. `source`, when given, receives where the state came from.
+TrainingState load_checkpoint(const std::string& path, CheckpointSource* source = nullptr);
+
+// Whether `directory` holds any step folder, whether it loads or not.
+bool has_step_folders(const std::string& directory);
 
 // The newest step folder of `directory` whose two files are whole (their headers parse and
-// their sizes match), "" when there is none.
+// their sizes match; the checksums are not read), "" when there is none.
 std::string latest_checkpoint(const std::string& directory);
 
 // Refuses, in one error listing every difference, a checkpoint whose model tensors differ

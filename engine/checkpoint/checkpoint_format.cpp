@@ -1,19 +1,14 @@
 #include "engine/checkpoint/checkpoint_format.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-
-#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 namespace sonata::checkpoint_format {
 namespace {
@@ -21,8 +16,6 @@ namespace {
 constexpr char kScalarPrefix[] = "scalar.";
 constexpr char kOptimizerPrefix[] = "optimizer.";
 constexpr char kTextPrefix[] = "text.";
-// As engine/io/safetensors.cpp: no header of ours comes near.
-constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
 std::string in_folder(const std::string& folder, const char* file) {
   return (fs::path(folder) / file).string();
@@ -101,63 +94,34 @@ TrainingState read_step_folder(const std::string& folder) {
   return state;
 }
 
-Metadata read_header_metadata(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw Error(str("cannot open '", path, "': ", std::strerror(errno)));
-  const uint64_t size = uint64_t(std::max<std::streamoff>(in.tellg(), 0));
-  in.seekg(0);
-  uint8_t length_bytes[8] = {};
-  if (size < 8 || !in.read(reinterpret_cast<char*>(length_bytes), 8))
-    throw Error(str(path, ": ", size, " bytes, too short for a safetensors header"));
-  uint64_t header_bytes = 0;
-  for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | length_bytes[i];
-  if (header_bytes > size - 8 || header_bytes > kMaxHeaderBytes)
-    throw Error(str(path, ": header length ", header_bytes, " runs past the end of the file (",
-                    size, " bytes): truncated"));
-  std::string text(header_bytes, '\0');
-  if (!in.read(text.data(), std::streamsize(header_bytes)))
-    throw Error(str("cannot read '", path, "'"));
-  json header;
-  try {
-    header = json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(str(path, ": the header is not valid JSON (", e.what(), ")"));
-  }
-  if (!header.is_object()) throw Error(str(path, ": the header is not a JSON object"));
-  Metadata metadata;
-  uint64_t data_end = 0;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") {
-      if (!it.value().is_object()) throw Error(str(path, ": __metadata__ is not an object"));
-      for (auto m = it.value().begin(); m != it.value().end(); ++m)
-        if (m.value().is_string()) metadata[m.key()] = m.value().get<std::string>();
-      continue;
-    }
-    const json& offsets = it.value().is_object() && it.value().contains("data_offsets")
-                              ? it.value()["data_offsets"]
-                              : json();
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[1].is_number_unsigned())
-      throw Error(str(path, ": tensor '", it.key(), "' has no valid data_offsets"));
-    data_end = std::max(data_end, offsets[1].get<uint64_t>());
-  }
-  if (size - 8 - header_bytes != data_end)
-    throw Error(str(path, ": the header describes ", data_end, " bytes of data but the file holds ",
-                    size - 8 - header_bytes, ": truncated or overwritten"));
-  return metadata;
-}
+namespace {
 
-void check_step_folder_whole(const std::string& folder) {
-  read_header_metadata(in_folder(folder, kModelFile));
-  const Metadata metadata = read_header_metadata(in_folder(folder, kStateFile));
+void check_files(const std::string& folder, SafetensorsCheck check) {
+  check_safetensors_file(in_folder(folder, kModelFile), check);
+  const Metadata metadata = check_safetensors_file(in_folder(folder, kStateFile), check);
   const auto format = metadata.find("format");
   if (format == metadata.end() || format->second != kFormat)
     throw Error(str(in_folder(folder, kStateFile), ": not of format '", kFormat, "'"));
 }
 
+}  // namespace
+
+void check_step_folder_whole(const std::string& folder) {
+  check_files(folder, SafetensorsCheck::sizes);
+}
+
+void verify_step_folder(const std::string& folder) {
+  try {
+    check_files(folder, SafetensorsCheck::checksum);
+  } catch (const Error& e) {
+    throw Error(str("checkpoint '", folder, "' is unreadable: ", e.what()));
+  }
+}
+
 std::optional<double> saved_metric(const std::string& folder) {
   try {
     const std::string path = in_folder(folder, kStateFile);
-    const Metadata metadata = read_header_metadata(path);
+    const Metadata metadata = check_safetensors_file(path, SafetensorsCheck::sizes);
     const auto metric = metadata.find("metric");
     if (metric == metadata.end()) return std::nullopt;
     return parse_double(metric->second, path, "metric");

@@ -23,11 +23,12 @@ void write_step_folder(const std::string& folder, const TrainingState& state, in
 // Reads a step folder; an error names the folder, the file and what is wrong.
 TrainingState read_step_folder(const std::string& folder);
 
-// The metadata of a safetensors file, read from its header alone, after checking that the
-// file holds exactly the bytes the header describes; throws naming the file otherwise.
-Metadata read_header_metadata(const std::string& path);
-// Both files of a step folder whole (read_header_metadata), their format ours.
+// Both files of a step folder whole (their headers alone: sizes, not the checksums), their
+// format ours; throws naming the file otherwise.
 void check_step_folder_whole(const std::string& folder);
+// Both files of a step folder whole and their bytes those that were written (checksums,
+// streamed without loading the tensors), their format ours; the error names the folder.
+void verify_step_folder(const std::string& folder);
 // The "metric" a step folder was saved with, nullopt when none (or when it is not whole).
 std::optional<double> saved_metric(const std::string& folder);
 

@@ -13,11 +13,13 @@
 
 #include "base/error.h"
 #include "engine/io/file_bytes.h"
+#include "engine/io/safetensors_checksum.h"
 
 namespace sonata {
 namespace {
 
 using json = nlohmann::json;
+namespace checksum = safetensors_checksum;
 
 // Header lengths past this are refused before anything is allocated for them.
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
@@ -132,6 +134,16 @@ SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const st
     if (entries[i].begin < entries[i - 1].end)
       throw Error(str(source, ": tensors '", entries[i - 1].name, "' and '", entries[i].name,
                       "' overlap in the file"));
+  const auto stored_checksum = contents.metadata.find(checksum::kKey);
+  if (stored_checksum != contents.metadata.end()) {
+    const char* header_text = reinterpret_cast<const char*>(data + 8);
+    const size_t digits_at = checksum::digits_offset(header_text, header_bytes, source);
+    checksum::FileChecksum computed(8 + digits_at);
+    computed.update(data, size);
+    checksum::check_checksum(std::string(header_text + digits_at, checksum::kDigits),
+                             computed.value(), source);
+    contents.metadata.erase(stored_checksum);  // the file's, not the caller's
+  }
   for (const Entry& entry : entries) {
     // Any other byte in a bool would be undefined behaviour wherever the tensor is read.
     if (entry.dtype == DType::boolean &&
@@ -152,8 +164,12 @@ SafetensorsContents load_safetensors(const std::string& path) {
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const Metadata& metadata) {
+  SONATA_CHECK(!metadata.count(checksum::kKey), "save_safetensors '", path, "': the metadata key '",
+               checksum::kKey, "' is the file's checksum, which save_safetensors writes itself");
+  Metadata with_checksum = metadata;
+  with_checksum[checksum::kKey] = checksum::kPlaceholder;
   json header = json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  header["__metadata__"] = with_checksum;
   std::vector<Tensor> host;
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
@@ -171,6 +187,13 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
   uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
+  const size_t digits_at = checksum::digits_offset(text.data(), text.size(), path);
+  checksum::FileChecksum file_checksum(8 + digits_at);
+  file_checksum.update(length, 8);
+  file_checksum.update(text.data(), text.size());
+  for (const Tensor& h : host)
+    file_checksum.update(h.data_ptr(), size_t(h.numel()) * dtype_size(h.dtype()));
+  text.replace(digits_at, checksum::kDigits, checksum::format_checksum(file_checksum.value()));
 
   const std::string temporary = path + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -1,7 +1,9 @@
 // Checkpoints: a bitwise round trip of tensors, awkward doubles and texts; keep_last pruning
 // that spares the best; best by min and by max, kept across a reopen; a truncated or corrupt
 // newest checkpoint skipped when loading a directory and named when loading it directly;
-// check_compatible's one error; no temporary folders left behind.
+// check_compatible's one error; no temporary folders left behind. Damaged checkpoints (bytes
+// that do not match their checksum, truncated files): skipped with the reason, never pruned,
+// counted or overwritten; checkpoints from before the checksum still load.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <string>
@@ -354,4 +357,164 @@ TEST_CASE("check_compatible lists every difference in one error", "[nn][checkpoi
   CHECK_THAT(long_message, !Catch::Contains("'layer.10'"));
   CHECK_THAT(long_message, Catch::Contains("and 5 more tensor differences"));
   CHECK_THAT(long_message, Catch::Contains("'model' is missing from the checkpoint"));
+}
+
+namespace {
+
+// Flips eight bytes in the middle of a safetensors file's data: the sizes still agree.
+void flip_data_bytes(const std::string& path) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  uint8_t length[8];
+  file.read(reinterpret_cast<char*>(length), 8);
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = (header << 8) | length[i];
+  const uint64_t data = fs::file_size(path) - 8 - header;
+  REQUIRE(data >= 8);
+  const std::streamoff at = std::streamoff(8 + header + data / 2 - 4);
+  char bytes[8];
+  file.seekg(at);
+  file.read(bytes, 8);
+  for (char& b : bytes) b = char(~b);
+  file.seekp(at);
+  file.write(bytes, 8);
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint whose bytes do not match its checksum is skipped, and named",
+          "[nn][checkpoint]") {
+  for (const char* file : {"model.safetensors", "state.safetensors"}) {
+    INFO(file);
+    TempFolder folder("flipped");
+    CheckpointManager manager(folder.path(), 0, "min");
+    manager.save(state_for(1), 1);
+    manager.save(state_for(2), 2);
+    const std::string newest = manager.save(state_for(3), 3);
+    flip_data_bytes(newest + "/" + file);
+
+    CheckpointSource source;
+    const TrainingState loaded = load_checkpoint(folder.path(), &source);
+    CHECK(loaded.scalars.at("step") == 2);
+    require_same_tensors(loaded.model, state_for(2).model);
+    CHECK(source.folder == folder.path("step-000000000002"));
+    REQUIRE(source.skipped.size() == 1);
+    CHECK_THAT(source.skipped[0], Catch::Contains("checkpoint '" + newest + "' is unreadable"));
+    CHECK_THAT(source.skipped[0], Catch::Contains(file));
+    CHECK_THAT(source.skipped[0], Catch::Contains("do not match the file's checksum"));
+    CHECK_THAT(error_of([&] { load_checkpoint(newest); }),
+               Catch::Contains("do not match the file's checksum"));
+  }
+}
+
+TEST_CASE("a directory whose every checkpoint is damaged is one error naming each",
+          "[nn][checkpoint]") {
+  TempFolder folder("all_damaged");
+  CheckpointManager manager(folder.path(), 0, "min");
+  const std::string first = manager.save(state_for(1), 1);
+  const std::string second = manager.save(state_for(2), 2);
+  fs::resize_file(first + "/model.safetensors", fs::file_size(first + "/model.safetensors") - 9);
+  flip_data_bytes(second + "/state.safetensors");
+  CHECK(has_step_folders(folder.path()));
+  const std::string message = error_of([&] { load_checkpoint(folder.path()); });
+  CHECK_THAT(message, Catch::Contains("no checkpoint in '" + folder.path() + "' loads"));
+  CHECK_THAT(message, Catch::Contains("1. checkpoint '" + second + "' is unreadable"));
+  CHECK_THAT(message, Catch::Contains("2. checkpoint '" + first + "' is unreadable"));
+  CHECK_THAT(message, Catch::Contains("checksum"));
+  CHECK_THAT(message, Catch::Contains("outside the"));
+
+  TempFolder empty("no_step_folders");
+  fs::create_directories(empty.path(".step-000000000001.tmp-1"));
+  CHECK(!has_step_folders(empty.path()));
+  CHECK(!has_step_folders(empty.path("absent")));
+}
+
+TEST_CASE("pruning never deletes a damaged checkpoint, nor counts it among those kept",
+          "[nn][checkpoint]") {
+  TempFolder folder("prune_damaged");
+  {
+    CheckpointManager manager(folder.path(), 2, "min");
+    manager.save(state_for(1), 1);
+    manager.save(state_for(2), 2);
+    manager.save(state_for(3), 3);
+  }
+  const std::string two = folder.path("step-000000000002"),
+                    three = folder.path("step-000000000003");
+  fs::resize_file(two + "/model.safetensors", 100);  // truncated
+  flip_data_bytes(three + "/model.safetensors");     // whole, but not the bytes written
+  const std::string damaged_two = file_text(two + "/model.safetensors");
+  const std::string damaged_three = file_text(three + "/model.safetensors");
+
+  CheckpointManager manager(folder.path(), 2, "min");
+  manager.save(state_for(4), 4);
+  manager.save(state_for(5), 5);
+  CHECK(entries(folder.path()) == std::set<std::string>{"step-000000000002", "step-000000000003",
+                                                        "step-000000000004", "step-000000000005",
+                                                        "latest"});
+  manager.save(state_for(6), 6);  // two good ones newer than 4: it goes
+  CHECK(entries(folder.path()) == std::set<std::string>{"step-000000000002", "step-000000000003",
+                                                        "step-000000000005", "step-000000000006",
+                                                        "latest"});
+  CHECK(file_text(two + "/model.safetensors") == damaged_two);
+  CHECK(file_text(three + "/model.safetensors") == damaged_three);
+}
+
+TEST_CASE("saving over a damaged checkpoint moves it aside instead", "[nn][checkpoint]") {
+  TempFolder folder("resave_damaged");
+  {
+    CheckpointManager manager(folder.path(), 0, "min");
+    manager.save(state_for(1), 1);
+    manager.save(state_for(2), 2);
+  }
+  const std::string two = folder.path("step-000000000002");
+  flip_data_bytes(two + "/state.safetensors");
+  const std::string damaged = file_text(two + "/state.safetensors");
+
+  CheckpointManager manager(folder.path(), 0, "min");
+  TrainingState again = state_for(2);
+  again.texts["model"] = "ds2";
+  manager.save(again, 2);
+  CHECK(load_checkpoint(two).texts.at("model") == "ds2");
+  CHECK(file_text(folder.path("step-000000000002.damaged/state.safetensors")) == damaged);
+
+  // A second damaged save of the step keeps both.
+  flip_data_bytes(two + "/model.safetensors");
+  CheckpointManager reopened(folder.path(), 0, "min");
+  reopened.save(state_for(2), 2);
+  CHECK(entries(folder.path()) == std::set<std::string>{"step-000000000001", "step-000000000002",
+                                                        "step-000000000002.damaged",
+                                                        "step-000000000002.damaged-2", "latest"});
+  CHECK(load_checkpoint(folder.path()).texts.at("model") == "vgg19_bn");
+}
+
+TEST_CASE("a checkpoint written before checksums (none in its files) still loads and counts",
+          "[nn][checkpoint]") {
+  // Files as sonata wrote them before: the same header, no "sonata.crc32c". Built by hand.
+  TempFolder folder("unchecked");
+  const std::string step = folder.path("step-000000000007");
+  fs::create_directories(step);
+  auto write = [](const std::string& path, const std::string& header,
+                  const std::vector<float>& data) {
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) out.put(char(uint8_t(n >> (8 * i))));
+    out << header;
+    out.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size() * 4));
+  };
+  write(step + "/model.safetensors", R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+        {1.0f, 2.0f});
+  write(step + "/state.safetensors",
+        R"({"__metadata__":{"format":"sonata-checkpoint-1","step":"7","scalar.step":"7"}})", {});
+  const TrainingState loaded = load_checkpoint(folder.path());
+  CHECK(loaded.model.at(0).second.to_vector<float>() == std::vector<float>{1.0f, 2.0f});
+  CHECK(loaded.scalars.at("step") == 7);
+
+  // Pruning counts it as good: with keep_last 1 it goes once a newer one is saved.
+  CheckpointManager manager(folder.path(), 1, "min");
+  manager.save(state_for(8), 8);
+  CHECK(entries(folder.path()) == std::set<std::string>{"step-000000000008", "latest"});
 }

@@ -1,13 +1,18 @@
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
+#include "engine/io/crc32c.h"
 #include "engine/io/safetensors.h"
 #include "engine/ops.h"
 
@@ -153,4 +158,108 @@ TEST_CASE("safetensors refuses what the fuzzer's findings need refused",
   CHECK(parse_safetensors(mask.data(), mask.size(), "mask")
             .tensors.at(0)
             .second.to_vector<double>() == std::vector<double>{0, 1, 1});
+}
+
+namespace {
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+uint64_t header_length(const std::vector<uint8_t>& bytes) {
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[size_t(i)];
+  return n;
+}
+
+std::string check_error(const std::string& path, SafetensorsCheck check) {
+  try {
+    check_safetensors_file(path, check);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("a saved file carries the CRC-32C of its bytes in its metadata", "[io][safetensors]") {
+  const std::string path = temp_path("checksum.safetensors");
+  save_safetensors(path, {{"w", arange(0, 10, 1)}, {"b", full({3}, 0.5)}}, {{"model", "ds2"}});
+  const std::vector<uint8_t> bytes = read_bytes(path);
+  // The rule as the header documents it, applied here from the bytes alone: the CRC-32C of
+  // the whole file with the value's eight digits read as '0'.
+  const std::string header(bytes.begin() + 8, bytes.begin() + 8 + int64_t(header_length(bytes)));
+  const auto metadata = nlohmann::json::parse(header).at("__metadata__");
+  const std::string stored = metadata.at("sonata.crc32c").get<std::string>();
+  REQUIRE(stored.size() == 8);
+  const size_t digits = 8 + header.find("\"sonata.crc32c\":\"") + 17;
+  std::vector<uint8_t> zeroed = bytes;
+  std::fill(zeroed.begin() + int64_t(digits), zeroed.begin() + int64_t(digits) + 8, '0');
+  char expected[9];
+  std::snprintf(expected, sizeof expected, "%08x", crc32c_extend(0, zeroed.data(), zeroed.size()));
+  CHECK(stored == expected);
+  CHECK(metadata.at("model") == "ds2");
+
+  // The reader checks it and keeps it to itself.
+  CHECK(load_safetensors(path).metadata == Metadata{{"model", "ds2"}});
+  CHECK(check_safetensors_file(path, SafetensorsCheck::checksum) == Metadata{{"model", "ds2"}});
+  CHECK_THROWS_WITH(save_safetensors(path, {{"w", zeros({1})}}, {{"sonata.crc32c", "0"}}),
+                    Catch::Contains("the file's checksum"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("safetensors refuses bytes that do not match the file's checksum", "[io][safetensors]") {
+  const std::string path = temp_path("flipped.safetensors");
+  save_safetensors(path, {{"w", arange(0, 64, 1)}}, {{"model", "vgg19_bn"}});
+  const std::vector<uint8_t> good = read_bytes(path);
+  const size_t data_begin = 8 + size_t(header_length(good));
+  CHECK(parse_error(good) == "no error");
+
+  // Eight bytes flipped in the middle of the data: the sizes still agree, the values not.
+  std::vector<uint8_t> flipped = good;
+  for (size_t i = 0; i < 8; ++i) flipped[data_begin + 200 + i] ^= 0xFF;
+  CHECK_THAT(parse_error(flipped),
+             Catch::Contains("bad.safetensors: the bytes do not match the file's checksum"));
+  write_file(path, flipped);
+  CHECK_THROWS_WITH(load_safetensors(path), Catch::Contains(path + ": the bytes do not match"));
+  CHECK_THAT(check_error(path, SafetensorsCheck::checksum),
+             Catch::Contains(path + ": the bytes do not match"));
+  CHECK(check_error(path, SafetensorsCheck::sizes) == "no error");  // the header alone
+
+  // The header is covered too: a metadata value changed in place, same length.
+  std::vector<uint8_t> renamed = good;
+  const std::string header(good.begin() + 8, good.begin() + int64_t(data_begin));
+  const size_t model = 8 + header.find("vgg19_bn");
+  renamed[model + 7] = 'm';
+  CHECK_THAT(parse_error(renamed), Catch::Contains("do not match the file's checksum"));
+
+  // A checksum that is not eight hex digits in one place is refused, not skipped.
+  std::string broken = header;
+  broken.replace(header.find("\"sonata.crc32c\":\"") + 17, 8, "zzzzzzzz");
+  CHECK_THAT(parse_error(spec_file(
+                 broken, std::vector<uint8_t>(good.begin() + int64_t(data_begin), good.end()))),
+             Catch::Contains("'sonata.crc32c' is not written as sonata writes it"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("safetensors files without a checksum (older sonata, other writers) still load",
+          "[io][safetensors]") {
+  const std::vector<uint8_t> bytes =
+      spec_file(R"({"__metadata__":{"format":"sonata-checkpoint-1"},)"
+                R"("w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                float_bytes({1.5f, -2.0f}));
+  const SafetensorsContents contents = parse_safetensors(bytes.data(), bytes.size(), "old");
+  CHECK(contents.tensors.at(0).second.to_vector<float>() == std::vector<float>{1.5f, -2.0f});
+  CHECK(contents.metadata == Metadata{{"format", "sonata-checkpoint-1"}});
+  const std::string path = temp_path("unchecked.safetensors");
+  write_file(path, bytes);
+  CHECK(check_safetensors_file(path, SafetensorsCheck::checksum) == contents.metadata);
+  std::remove(path.c_str());
 }

@@ -6,9 +6,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
 #include <numbers>
 #include <random>
 #include <set>
@@ -29,6 +34,7 @@
 #include "tools/trainer/class_task.h"
 #include "tools/trainer/config_file.h"
 #include "tools/trainer/init_from.h"
+#include "tools/trainer/metrics_log.h"
 #include "tools/trainer/speech_task.h"
 #include "tools/trainer/train_loop.h"
 
@@ -522,5 +528,218 @@ TEST_CASE("trainer: --brightness and --contrast jitter training images per epoch
   const size_t plane = 16 * 16;
   for (size_t c = 1; c < 3; ++c)
     for (size_t k = 0; k < plane; ++k) REQUIRE(epoch0[c * plane + k] == epoch0[k]);
+}
+#endif
+
+namespace {
+
+std::string file_contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("metrics log: a resume drops what lies past its step, and a line cut short",
+          "[trainer]") {
+  TemporaryFolder folder("metrics_drop");
+  const std::string path = folder.file("metrics.jsonl");
+  const std::string kept =
+      "{\"event\":\"train\",\"step\":1}\n"
+      "{\"event\":\"eval\",\"split\":\"val\",\"step\":2}\n"
+      "not a record, left as it is\n"
+      "{\"event\":\"note\"}\n";
+  write_text(path, kept +
+                       "{\"event\":\"train\",\"step\":3}\n"
+                       "{\"event\":\"checkpoint\",\"step\":4,\"path\":\"x\"}\n"
+                       "{\"event\":\"train\",\"st");
+  {
+    MetricsLog log(path, /*append=*/true);
+    log.drop_after_step(2);
+    log.write({{"event", "train"}, {"step", 3}});
+  }
+  CHECK(file_contents(path) == kept + "{\"event\":\"train\",\"step\":3}\n");
+  CHECK(!std::filesystem::exists(path + ".rewrite"));
+
+  // A whole record that lost only its newline stays, on a line of its own.
+  write_text(path, "{\"event\":\"train\",\"step\":1}");
+  {
+    MetricsLog log(path, /*append=*/true);
+    log.drop_after_step(5);
+    log.write({{"event", "train"}, {"step", 2}});
+  }
+  CHECK(file_contents(path) ==
+        "{\"event\":\"train\",\"step\":1}\n{\"event\":\"train\",\"step\":2}\n");
+}
+
+#if SONATA_WITH_SNDFILE
+namespace {
+
+std::unique_ptr<SpeechTask> train_letters(const TrainerOptions& options) {
+  manual_seed(options.seed);
+  auto task = std::make_unique<SpeechTask>(options, Vocabulary());
+  run_training(options, *task, Device::cpu());
+  return task;
+}
+
+std::vector<std::string> step_folders(const std::string& directory) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) == 0) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Every entry under `folder` and what it holds: what a refused resume must leave as it was.
+std::map<std::string, std::string> folder_snapshot(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::map<std::string, std::string> snapshot;
+  for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+    const std::string name = fs::relative(entry.path(), folder).string();
+    if (entry.is_symlink())
+      snapshot[name] = "-> " + fs::read_symlink(entry.path()).string();
+    else if (entry.is_regular_file())
+      snapshot[name] = file_contents(entry.path().string());
+    else
+      snapshot[name] = "(folder)";
+  }
+  return snapshot;
+}
+
+// Eight bytes inverted in the middle of a safetensors file's data: its sizes still agree.
+void flip_data_bytes(const std::string& path) {
+  std::string bytes = file_contents(path);
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = (header << 8) | uint8_t(bytes[size_t(i)]);
+  const size_t middle = size_t(8 + header + (bytes.size() - 8 - header) / 2);
+  for (size_t i = middle - 4; i < middle + 4; ++i) bytes[i] = char(~bytes[i]);
+  write_text(path, bytes);
+}
+
+std::vector<nlohmann::json> events(const std::string& metrics, const std::string& event) {
+  std::vector<nlohmann::json> found;
+  for (const auto& record : read_jsonl(metrics))
+    if (record["event"] == event) found.push_back(record);
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "trainer: --resume auto refuses a folder of damaged checkpoints, naming each, "
+    "and leaves them as they are",
+    "[trainer]") {
+  TemporaryFolder folder("trainer_resume_all_damaged");
+  const std::string train = write_letters_corpus(folder, "train", 8, 6);
+  TrainerOptions options = tiny_ds2_options(train, "");
+  options.epochs = 2;
+  options.checkpoint_dir = folder.file("run");
+  train_letters(options);
+  const std::vector<std::string> saved = step_folders(options.checkpoint_dir);
+  REQUIRE(saved.size() == 2);
+  for (const std::string& name : saved) {
+    const std::string model = options.checkpoint_dir + "/" + name + "/model.safetensors";
+    std::filesystem::resize_file(model, std::filesystem::file_size(model) - 9);
+  }
+  const auto before = folder_snapshot(options.checkpoint_dir);
+
+  TrainerOptions resume = options;
+  resume.resume = "auto";
+  resume.epochs = 3;
+  std::string message = "(no error)";
+  try {
+    train_letters(resume);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Contains("--resume auto: ") && Contains("Not starting a fresh run"));
+  for (const std::string& name : saved) {
+    INFO(name);
+    CHECK_THAT(message, Contains("checkpoint '" + options.checkpoint_dir + "/" + name +
+                                 "' is unreadable: " + options.checkpoint_dir + "/" + name +
+                                 "/model.safetensors"));
+  }
+  CHECK(folder_snapshot(options.checkpoint_dir) == before);
+}
+
+TEST_CASE(
+    "trainer: --resume auto falls back past a checkpoint whose bytes changed, says so "
+    "in the log, keeps it, and trains on bit for bit",
+    "[trainer]") {
+  TemporaryFolder folder("trainer_resume_flipped");
+  const std::string train = write_letters_corpus(folder, "train", 14, 5);
+  TrainerOptions options = tiny_ds2_options(train, "");
+  options.epochs = 3;  // 12 steps
+  TrainerOptions straight = options;
+  straight.metrics = folder.file("straight.jsonl");
+  const auto reference = train_letters(straight);
+
+  TrainerOptions first = options;
+  first.checkpoint_dir = folder.file("run");
+  first.checkpoint_every = 1;
+  first.stop_after = 6;
+  train_letters(first);
+  const std::string newest = first.checkpoint_dir + "/step-000000000006";
+  REQUIRE(std::filesystem::exists(first.checkpoint_dir + "/step-000000000005"));
+  flip_data_bytes(newest + "/model.safetensors");
+  const std::string damaged = file_contents(newest + "/model.safetensors");
+
+  TrainerOptions second = first;
+  second.stop_after = 0;
+  second.resume = "auto";
+  const auto resumed = train_letters(second);
+  const NamedTensors expected = reference->model().state_dict();
+  const NamedTensors actual = resumed->model().state_dict();
+  REQUIRE(actual.size() == expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    INFO(actual[i].first);
+    CHECK(actual[i].second.to(DType::f64).to_vector<double>() ==
+          expected[i].second.to(DType::f64).to_vector<double>());
+  }
+  const auto resumes = events(first.checkpoint_dir + "/metrics.jsonl", "resume");
+  REQUIRE(resumes.size() == 1);
+  CHECK(resumes[0]["step"] == 5);
+  CHECK(resumes[0]["checkpoint"] == first.checkpoint_dir + "/step-000000000005");
+  REQUIRE(resumes[0]["skipped"].size() == 1);
+  const std::string skipped = resumes[0]["skipped"][0].get<std::string>();
+  CHECK_THAT(skipped, Contains(newest + "/model.safetensors") &&
+                          Contains("do not match the file's checksum"));
+  // Step 6 was trained and saved again; the damaged folder stepped aside, as it was.
+  CHECK(file_contents(newest + ".damaged/model.safetensors") == damaged);
+}
+
+TEST_CASE("trainer: after a kill and --resume auto the metrics log reads as one run", "[trainer]") {
+  TemporaryFolder folder("trainer_resume_metrics");
+  const std::string train = write_letters_corpus(folder, "train", 14, 5);
+  TrainerOptions options = tiny_ds2_options(train, "");
+  options.epochs = 3;  // 4 steps an epoch, a checkpoint at each epoch's end
+  options.log_every = 1;
+  options.checkpoint_dir = folder.file("run");
+  train_letters(options);
+  // A kill after the checkpoint of step 4, in the middle of a line: the later checkpoints
+  // were never written, the log holds what came after.
+  REQUIRE(step_folders(options.checkpoint_dir) ==
+          std::vector<std::string>{"step-000000000004", "step-000000000008", "step-000000000012"});
+  std::filesystem::remove_all(options.checkpoint_dir + "/step-000000000008");
+  std::filesystem::remove_all(options.checkpoint_dir + "/step-000000000012");
+  const std::string metrics = options.checkpoint_dir + "/metrics.jsonl";
+  write_text(metrics, file_contents(metrics) + "{\"event\":\"train\",\"epoch\":2,\"st");
+
+  TrainerOptions resume = options;
+  resume.resume = "auto";
+  train_letters(resume);
+  std::vector<int64_t> train_steps, checkpoint_steps;
+  REQUIRE_NOTHROW(read_jsonl(metrics));
+  for (const auto& record : events(metrics, "train")) train_steps.push_back(record["step"]);
+  for (const auto& record : events(metrics, "checkpoint"))
+    checkpoint_steps.push_back(record["step"]);
+  CHECK(train_steps == std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  CHECK(checkpoint_steps == std::vector<int64_t>{4, 8, 12});
+  const auto resumes = events(metrics, "resume");
+  REQUIRE(resumes.size() == 1);
+  CHECK(resumes[0]["step"] == 4);
+  CHECK(resumes[0]["skipped"].empty());
 }
 #endif

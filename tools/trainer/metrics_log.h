@@ -1,7 +1,9 @@
 #pragma once
 // The JSONL metrics log: one JSON object per line ({"event": "train" | "eval" | ..., ...}),
 // flushed as written so a crash loses nothing and `tail -f` / tools/plot_metrics.py can
-// follow a run. A resumed run appends to the same file.
+// follow a run. A resumed run appends to the same file, after dropping what the interrupted
+// run logged past the step it resumes from.
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -18,6 +20,10 @@ class MetricsLog {
   MetricsLog& operator=(const MetricsLog&) = delete;
 
   void write(const nlohmann::ordered_json& record);
+  // Drops the records whose "step" is past `step`, and a last line that a kill cut short,
+  // by writing the rest to a new file renamed over the log: a kill meanwhile leaves the old
+  // log or the new one, whole. Other lines are kept as they are.
+  void drop_after_step(int64_t step);
   const std::string& path() const { return path_; }
 
  private:

@@ -206,12 +206,13 @@ TrainResult Run::evaluate_only() {
   if (!o_.resume.empty()) {
     const std::string path = resume_path(o_);
     SONATA_CHECK(!path.empty(), "--eval-only --resume auto: no checkpoint in ", o_.checkpoint_dir);
-    const TrainingState state = load_checkpoint(path);
+    CheckpointSource source;
+    const TrainingState state = load_resume_checkpoint(path, o_, &source);
     std::map<std::string, std::string> expected = task_.checkpoint_texts();
     expected["model"] = o_.model;
     check_compatible(state, model_.state_dict(), expected);
     load_state_dict(model_, state.model);
-    progress_.print(str("weights of ", path));
+    progress_.print(str("weights of ", source.folder));
   }
   if (task_.has_split("val")) result_.last_val = evaluate("val", -1);
   if (task_.has_split("test")) result_.test = evaluate("test", -1);
@@ -263,17 +264,28 @@ TrainResult Run::train() {
   TrainPosition start;
   if (!o_.resume.empty()) {
     const std::string path = resume_path(o_);
+    CheckpointSource source;
     if (path.empty()) {
       progress_.print(str("--resume auto: no checkpoint in ", o_.checkpoint_dir, " yet; starting"));
     } else {
       std::vector<std::string> notes;
-      start =
-          restore_training_state(load_checkpoint(path), o_, task_, *optimizer_, *scaler_, &notes);
-      progress_.print(str("resumed from ", path, " at step ", start.step, " (epoch ",
+      start = restore_training_state(load_resume_checkpoint(path, o_, &source), o_, task_,
+                                     *optimizer_, *scaler_, &notes);
+      progress_.print(str("resumed from ", source.folder, " at step ", start.step, " (epoch ",
                           start.epoch + 1, ", batch ", start.batch, ")"));
+      for (const std::string& skipped : source.skipped)
+        progress_.print(str("  skipped a newer checkpoint, kept as it is: ", skipped));
       for (const std::string& note : notes) progress_.print(note);
       last_saved_step_ = start.step;
     }
+    // What the interrupted run logged past this step is done again: dropped, so that the
+    // log reads as one run.
+    metrics_.drop_after_step(start.step);
+    if (!path.empty())
+      metrics_.write({{"event", "resume"},
+                      {"step", start.step},
+                      {"checkpoint", source.folder},
+                      {"skipped", source.skipped}});
   }
   step_ = first_step_ = start.step;
   if (pipeline_) {

@@ -82,7 +82,19 @@ TrainPosition restore_training_state(const TrainingState& state, const TrainerOp
 
 std::string resume_path(const TrainerOptions& options) {
   if (options.resume != "auto") return options.resume;
-  return latest_checkpoint(options.checkpoint_dir);
+  return has_step_folders(options.checkpoint_dir) ? options.checkpoint_dir : "";
+}
+
+TrainingState load_resume_checkpoint(const std::string& path, const TrainerOptions& options,
+                                     CheckpointSource* source) {
+  try {
+    return load_checkpoint(path, source);
+  } catch (const Error& e) {
+    if (options.resume != "auto") throw;
+    throw Error(str("--resume auto: ", e.what(),
+                    "\nNot starting a fresh run over them: move them out of '",
+                    options.checkpoint_dir, "' to start anew, or name one with --resume."));
+  }
 }
 
 }  // namespace sonata

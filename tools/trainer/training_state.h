@@ -32,8 +32,15 @@ TrainPosition restore_training_state(const TrainingState& state, const TrainerOp
                                      Task& task, Optimizer& optimizer, LossScaler& scaler,
                                      std::vector<std::string>* notes);
 
-// The checkpoint --resume names: "auto" is the newest in --checkpoint-dir ("" when there is
-// none yet, so a preemptible job can always pass --resume auto).
+// The checkpoint --resume names: "auto" is --checkpoint-dir, whose newest step folder that
+// loads is loaded, or "" when it holds no step folder yet, so that a preemptible job can
+// always pass --resume auto. A folder holding only damaged checkpoints is not "none yet".
 std::string resume_path(const TrainerOptions& options);
+
+// load_checkpoint (engine/checkpoint/checkpoint.h) of resume_path(options). Under --resume
+// auto, a folder none of whose checkpoints loads is refused, naming each and why: a fresh
+// run would train over them.
+TrainingState load_resume_checkpoint(const std::string& path, const TrainerOptions& options,
+                                     CheckpointSource* source);
 
 }  // namespace sonata
