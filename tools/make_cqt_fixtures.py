@@ -2,9 +2,9 @@
 """Writes tests/fixtures/cqt/: librosa.cqt's dB image of a test waveform, read by
 tests/data/test_cqt.cpp (the CPU parity) and tests/cuda/test_cuda_cqt.cpp.
 
-  waveform_q15.npy   int16 q: 1.5 s at 22050 Hz of a logarithmic chirp (40 Hz -> 5 kHz), tones
-                     at 55 Hz and 1 kHz and seeded noise, with 0.2 s of digital silence; the clip
-                     is q / 32768 (exact in float32)
+  waveform.npy       float32 q / 32768 for 16-bit integers q (exact in float32): 1.5 s at
+                     22050 Hz of a logarithmic chirp (40 Hz -> 5 kHz), tones at 55 Hz and 1 kHz
+                     and seeded noise, with 0.2 s of digital silence
   db_22050.npy       float32 [84, 65]: librosa.amplitude_to_db(np.abs(librosa.cqt(y, sr=22050,
                      hop_length=512, fmin=C1, n_bins=84, bins_per_octave=12, sparsity=0,
                      res_type="polyphase")), ref=np.max, top_db=80)
@@ -89,7 +89,7 @@ def main():
     print("librosa", librosa.__version__, "from", os.path.dirname(librosa.__file__))
     os.makedirs(OUT, exist_ok=True)
     q = waveform_q15()
-    np.save(os.path.join(OUT, "waveform_q15.npy"), q)
+    np.save(os.path.join(OUT, "waveform.npy"), q.astype(np.float32) / np.float32(32768))
     for sr, length in ((22050, LENGTH), (16000, 16000)):
         y = q[:length].astype(np.float32) / np.float32(32768)
         mine = direct_cqt_db(y, sr)
@@ -97,7 +97,7 @@ def main():
             c = librosa.cqt(y, sr=sr, hop_length=512, fmin=librosa.note_to_hz("C1"), n_bins=84,
                             bins_per_octave=12, sparsity=sparsity, res_type="polyphase")
             db = librosa.amplitude_to_db(np.abs(c), ref=np.max, top_db=80.0).astype(np.float32)
-            np.save(os.path.join(OUT, f"db_{sr}{suffix}.npy"), db)
+            np.save(os.path.join(OUT, f"db_{sr}{suffix}.npy"), np.ascontiguousarray(db))
             diff = np.abs(mine - db)
             loud = db > -60
             top = diff[72:][loud[72:]]

@@ -37,13 +37,13 @@ Tensor ConstantQ::db_batch(const Tensor& samples) const {
     auto found = device_bank_->banks.find(device.index);
     if (found == device_bank_->banks.end()) {
       const int64_t bins = bank_.bins, taps = int64_t(bank_.re.size());
-      found = device_bank_->banks
-                  .emplace(device.index,
-                           std::vector<Tensor>{from_vector(bank_.taps, {bins}, on_device),
-                                               from_vector(bank_.first, {bins}, on_device),
-                                               from_vector(bank_.re, {taps}, on_device),
-                                               from_vector(bank_.im, {taps}, on_device)})
-                  .first;
+      found =
+          device_bank_->banks
+              .emplace(device.index, std::vector<Tensor>{from_vector(bank_.taps, {bins}, device),
+                                                         from_vector(bank_.first, {bins}, device),
+                                                         from_vector(bank_.re, {taps}, on_device),
+                                                         from_vector(bank_.im, {taps}, on_device)})
+              .first;
     }
     bank = found->second;
   }
