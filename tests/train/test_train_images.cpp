@@ -67,6 +67,23 @@ TEST_CASE("trainer: a class folder of PNG images becomes normalised, resized bat
       REQUIRE(values[item + i] <= 235 / 127.5f - 1 + 1e-6f);
     }
   }
+  SECTION("RGB images keep their three channels, each with its own mean and std") {
+    for (const char* label : {"red", "blue"}) {
+      std::filesystem::create_directories(folder.file(str("rgb/", label)));
+      std::vector<uint16_t> samples;
+      for (int k = 0; k < 6 * 5; ++k) samples.insert(samples.end(), {10, 128, 250});
+      write_bytes(folder.file(str("rgb/", label, "/x.png")),
+                  png_bytes(6, 5, PngColor::rgb, 8, samples));
+    }
+    options.train_manifest = folder.file("rgb");
+    options.image_mean = {0.0, 0.5, 1.0};
+    options.image_std = {1.0, 0.5, 2.0};
+    const auto values = ClassTask(options).prepare({0}, 0).tensors[0].to_vector<float>();
+    REQUIRE(values.size() == 3 * 32 * 32);
+    const float expected[3] = {10 / 255.0f, (128 / 255.0f - 0.5f) / 0.5f, (250 / 255.0f - 1) / 2};
+    for (size_t c = 0; c < 3; ++c)
+      for (size_t i = 0; i < 32 * 32; ++i) REQUIRE(values[c * 32 * 32 + i] == Approx(expected[c]));
+  }
   SECTION("one channel, mean 0 and std 1: the [0, 1] pixels") {
     options.model_config = {{"width", "0.0625"}, {"in-channels", "1"}};
     options.image_mean = {0.0};
