@@ -1,9 +1,9 @@
 #pragma once
 // Music-genre classification with VGG19_BN on spectrogram images, the CCMusic way: each track
 // is cut into fixed-length slices (--slice-seconds; a track shorter than one slice is padded
-// with silence), each slice becomes a dB mel image (or with --features cqt a dB constant-Q
-// image, cqt_image) (--image-height mel bands, the frames
-// resized linearly to --image-width), scaled to [0, 1] over the top 80 dB, replicated to the
+// with silence), each slice becomes a dB mel image (--image-height mel bands, the frames
+// resized linearly to --image-width; with --features cqt a dB constant-Q image resized to
+// both, cqt_image), scaled to [0, 1] over the top 80 dB, replicated to the
 // model's input channels and normalised (x - 0.5) / 0.5. Evaluation reports slice accuracy,
 // the confusion matrix, and track accuracy by majority vote over a track's slices.
 // A split may instead list image files (.png, .jpg, .jpeg: CCMusic's released mel / CQT /
