@@ -55,7 +55,9 @@ bool decode(std::FILE* file, PngFailure& failure, Pixels& out, std::vector<png_b
   if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
   if (depth == 16) png_set_strip_16(png);
-  if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
+  // Expanding a palette also turns a tRNS chunk into alpha, which is dropped with the rest.
+  if ((color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS))
+    png_set_strip_alpha(png);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
   out.width = png_get_image_width(png, info);

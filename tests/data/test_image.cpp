@@ -93,6 +93,23 @@ TEST_CASE("image: PNG gray, RGB, alpha and 16-bit samples read back exactly", "[
     const std::vector<float> expected = {76 / 255.0f, 150 / 255.0f, 29 / 255.0f, 77 / 255.0f};
     CHECK(gray.to_vector<float>() == expected);
   }
+  SECTION("palette, with and without tRNS transparency: the palette's RGB") {
+    const std::vector<uint8_t> palette = {10, 20, 30, 200, 100, 0, 255, 255, 255};
+    const std::vector<uint8_t> indices = {0, 1, 2, 1, 0, 2};
+    for (const bool transparent : {false, true}) {
+      INFO("tRNS " << transparent);
+      write_bytes(folder.file("p.png"),
+                  palette_png_bytes(
+                      3, 2, palette, indices,
+                      transparent ? std::vector<uint8_t>{0, 128, 255} : std::vector<uint8_t>{}));
+      const Tensor image = read_image(folder.file("p.png"), 3);
+      REQUIRE(image.shape() == Shape{3, 2, 3});
+      for (int64_t i = 0; i < 6; ++i)
+        for (int64_t c = 0; c < 3; ++c)
+          CHECK(image.data<float>()[c * 6 + i] ==
+                float(palette[size_t(indices[size_t(i)] * 3 + c)]) / 255.0f);
+    }
+  }
   SECTION("16-bit: the high byte") {
     std::vector<uint16_t> samples;
     for (int64_t i = 0; i < w * h; ++i) samples.push_back(uint16_t(i * 4099 + 255));

@@ -105,6 +105,31 @@ std::vector<uint8_t> png_bytes(int64_t width, int64_t height, PngColor color, in
   return out;
 }
 
+std::vector<uint8_t> palette_png_bytes(int64_t width, int64_t height,
+                                       const std::vector<uint8_t>& palette,
+                                       const std::vector<uint8_t>& indices,
+                                       const std::vector<uint8_t>& alphas) {
+  if (int64_t(indices.size()) != width * height || palette.size() % 3 != 0)
+    throw std::invalid_argument("palette_png_bytes: indices do not fit the size");
+  std::vector<uint8_t> raw;
+  for (int64_t y = 0; y < height; ++y) {
+    raw.push_back(0);  // filter: none
+    raw.insert(raw.end(), indices.begin() + long(y * width),
+               indices.begin() + long((y + 1) * width));
+  }
+  std::vector<uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  std::vector<uint8_t> header;
+  put32(header, uint32_t(width));
+  put32(header, uint32_t(height));
+  header.insert(header.end(), {8, 3, 0, 0, 0});  // 8-bit, palette
+  chunk(out, "IHDR", header);
+  chunk(out, "PLTE", palette);
+  if (!alphas.empty()) chunk(out, "tRNS", alphas);
+  chunk(out, "IDAT", zlib_stored(raw));
+  chunk(out, "IEND", {});
+  return out;
+}
+
 #if SONATA_WITH_IMAGE
 void write_jpeg(const std::string& path, const Pixels& pixels, int quality) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "wb"), std::fclose);

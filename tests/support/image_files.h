@@ -19,6 +19,13 @@ enum class PngColor : uint8_t { gray = 0, rgb = 2, gray_alpha = 4, rgba = 6 };
 std::vector<uint8_t> png_bytes(int64_t width, int64_t height, PngColor color, int bit_depth,
                                const std::vector<uint16_t>& samples);
 
+// A non-interlaced 8-bit palette PNG: `palette` RGB triples, one index per pixel, and a tRNS
+// chunk of `alphas` (one per palette entry, none when empty).
+std::vector<uint8_t> palette_png_bytes(int64_t width, int64_t height,
+                                       const std::vector<uint8_t>& palette,
+                                       const std::vector<uint8_t>& indices,
+                                       const std::vector<uint8_t>& alphas);
+
 // A baseline JPEG of gray or RGB `pixels` at `quality`, chroma not subsampled (4:4:4), so the
 // decode error stays small for smooth images. Throws without libjpeg (SONATA_WITH_IMAGE).
 void write_jpeg(const std::string& path, const Pixels& pixels, int quality);
