@@ -118,7 +118,7 @@ std::vector<ClassEntry> scan_class_folders(const std::string& root) {
     std::string names;
     for (const std::string& name : empty) names += str(names.empty() ? "'" : ", '", name, "'");
     throw Error(
-        str("the class folder tree '", root, "' has no audio or image file in the class",
+        str("the class folder tree '", root, "' has no audio file in the class",
             empty.size() > 1 ? "es " : " ", names,
             " (audio: .wav .flac .ogg .oga .opus .mp3 .au .snd .aif .aiff .aifc; images: .png .jpg "
             ".jpeg)"));
