@@ -18,12 +18,17 @@ using manifest::ManifestText;
 constexpr std::array<std::string_view, 11> kAudioExtensions = {
     ".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".au", ".snd", ".aif", ".aiff", ".aifc"};
 
-bool is_audio(const fs::path& file) {
+constexpr std::array<std::string_view, 3> kImageExtensions = {".png", ".jpg", ".jpeg"};
+
+// An audio file or an image (data/image/image_file.h reads .png, .jpg, .jpeg).
+bool is_item(const fs::path& file) {
   std::string extension = file.extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(),
                  [](unsigned char c) { return char(std::tolower(c)); });
-  return std::find(kAudioExtensions.begin(), kAudioExtensions.end(), extension) !=
-         kAudioExtensions.end();
+  const auto among = [&](const auto& list) {
+    return std::find(list.begin(), list.end(), extension) != list.end();
+  };
+  return among(kAudioExtensions) || among(kImageExtensions);
 }
 
 bool is_hidden(const fs::path& path) {
@@ -67,7 +72,7 @@ std::vector<fs::path> audio_files(const fs::path& folder) {
       if (it->is_directory()) it.disable_recursion_pending();
       continue;
     }
-    if (!it->is_directory() && is_audio(it->path()))
+    if (!it->is_directory() && is_item(it->path()))
       found.emplace_back(it->path().parent_path().string(), it->path().filename().string());
   }
   std::sort(found.begin(), found.end());
@@ -112,9 +117,11 @@ std::vector<ClassEntry> scan_class_folders(const std::string& root) {
   if (!empty.empty()) {
     std::string names;
     for (const std::string& name : empty) names += str(names.empty() ? "'" : ", '", name, "'");
-    throw Error(str("the class folder tree '", root, "' has no audio file in the class",
-                    empty.size() > 1 ? "es " : " ", names,
-                    " (audio: .wav .flac .ogg .oga .opus .mp3 .au .snd .aif .aiff .aifc)"));
+    throw Error(
+        str("the class folder tree '", root, "' has no audio file in the class",
+            empty.size() > 1 ? "es " : " ", names,
+            " (audio: .wav .flac .ogg .oga .opus .mp3 .au .snd .aif .aiff .aifc; images: .png .jpg "
+            ".jpeg)"));
   }
   return entries;
 }

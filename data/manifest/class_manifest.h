@@ -25,10 +25,11 @@ std::vector<ClassEntry> read_class_manifest(const std::string& path,
                                             const ManifestOptions& options = {});
 
 // The folder-per-class tree. Files count as audio by extension, case-insensitively: .wav,
-// .flac, .ogg, .oga, .opus, .mp3, .au, .snd, .aif, .aiff, .aifc. Unlike torchvision, folders
-// and files whose names start with '.' (.ipynb_checkpoints, ._x.wav) are skipped. Throws
-// naming the root when it is not a folder or has no class folder, and naming the classes
-// that hold no audio file.
+// .flac, .ogg, .oga, .opus, .mp3, .au, .snd, .aif, .aiff, .aifc; and as images: .png, .jpg,
+// .jpeg (the classification task reads those as images, data/image/image_file.h). Unlike
+// torchvision, folders and files whose names start with '.' (.ipynb_checkpoints, ._x.wav) are
+// skipped. Throws naming the root when it is not a folder or has no class folder, and naming the
+// classes that hold no audio or image file.
 std::vector<ClassEntry> scan_class_folders(const std::string& root);
 
 // The sorted unique labels of `entries` (LabelMap::from_labels).

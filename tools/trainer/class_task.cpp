@@ -11,6 +11,8 @@
 #include "data/audio/resample.h"
 #include "data/augment/augment_key.h"
 #include "data/augment/image_jitter.h"
+#include "data/image/image_file.h"
+#include "data/image/image_resize.h"
 #include "data/manifest/class_manifest.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
@@ -70,12 +72,40 @@ Tensor spectrogram_image(std::span<const float> slice, const FeatureExtractor& e
   return image;
 }
 
+Tensor cqt_image(std::span<const float> slice, const ConstantQ& cqt, int64_t height,
+                 int64_t width) {
+  const Tensor db = cqt.db(slice);  // [bins, frames], in [-top_db, 0]
+  const int64_t bins = db.size(0), frames = db.size(1);
+  const double top_db = cqt.config().top_db > 0 ? cqt.config().top_db : kTopDb;
+  Tensor flipped = empty({1, bins, frames});
+  const float* in = db.data<float>();
+  float* out = flipped.data<float>();
+  for (int64_t k = 0; k < bins; ++k)
+    for (int64_t t = 0; t < frames; ++t)
+      out[(bins - 1 - k) * frames + t] =
+          float(std::clamp((double(in[k * frames + t]) + top_db) / top_db, 0.0, 1.0));
+  Tensor image = resize_bilinear(flipped, height, width);
+  normalize_image(image, {{0.5}, {0.5}});
+  return image.view({height, width});
+}
+
+Tensor image_file_item(const std::string& path, int64_t channels, int64_t height, int64_t width,
+                       const ImageNormalize& normalize) {
+  Tensor image = resize_bilinear(read_image(path, channels), height, width);
+  normalize_image(image, normalize);
+  return image;
+}
+
 ClassTask::ClassTask(const TrainerOptions& options)
     : options_(options),
       extractor_(image_features(options)),
       policy_(input_policy(options)),
       labels_(label_map_of(entries_of(first_manifest(options), policy_))),
       compute_dtype_(compute_dtype(options.precision)) {
+  in_channels_ = ModelConfig(options.model_config).get_int("in-channels", 3);  // image files
+  if (options.image_features == "cqt")
+    cqt_ =
+        std::make_shared<const ConstantQ>(CqtConfig{.sample_rate = options.features.sample_rate});
   if (!options.train_manifest.empty()) train_ = load("train", options.train_manifest);
   if (!options.val_manifest.empty()) val_ = load("val", options.val_manifest);
   if (!options.test_manifest.empty()) test_ = load("test", options.test_manifest);
@@ -83,6 +113,20 @@ ClassTask::ClassTask(const TrainerOptions& options)
   config.set("num-classes", std::to_string(labels_.size()));
   model_ = make_model("vgg19_bn", config);
   in_channels_ = config.get_int("in-channels", 3);
+}
+
+void ClassTask::check_image_split(const std::string& name, const std::string& manifest,
+                                  int64_t image_files, int64_t entries) const {
+  SONATA_CHECK(image_files == 0 || image_files == entries, "--", name, " ", manifest, " mixes ",
+               image_files, " image files with ", entries - image_files,
+               " audio files; one split holds one kind");
+  if (image_files == 0) return;
+  SONATA_CHECK(options_.brightness == 0 && options_.contrast == 0,
+               "--brightness and --contrast apply to spectrogram images of audio, not to the "
+               "image files of --",
+               name, " ", manifest);
+  check_image_normalize({options_.image_mean, options_.image_std}, in_channels_,
+                        "--image-mean / --image-std");
 }
 
 ImageSplit ClassTask::load(const std::string& name, const std::string& manifest) const {
@@ -98,11 +142,20 @@ ImageSplit ClassTask::load(const std::string& name, const std::string& manifest)
   }
   const int64_t rate = options_.features.sample_rate;
   const int64_t slice = int64_t(std::llround(options_.slice_seconds * double(rate)));
+  const int64_t image_files = std::count_if(
+      entries.begin(), entries.end(), [](const ClassEntry& e) { return is_image_path(e.path); });
+  check_image_split(name, manifest, image_files, int64_t(entries.size()));
+  const ImageNormalize normalize{options_.image_mean, options_.image_std};
   std::vector<std::vector<Tensor>> images(entries.size());
   std::vector<double> seconds(entries.size());
   const std::vector<std::string> problems =
       load_inputs(int64_t(entries.size()), options_.workers, policy_, [&](int64_t i) {
         const ClassEntry& entry = entries[size_t(i)];
+        if (image_files > 0) {
+          images[size_t(i)].push_back(image_file_item(
+              entry.path, in_channels_, options_.image_height, options_.image_width, normalize));
+          return;
+        }
         Audio decoded = decode_audio(entry.path);
         const std::vector<float> audio = decoded.sample_rate == rate
                                              ? std::move(decoded.samples)
@@ -113,10 +166,12 @@ ImageSplit ClassTask::load(const std::string& name, const std::string& manifest)
         SONATA_CHECK(int64_t(audio.size()) >= slice, entry.path, " lasts ", seconds[size_t(i)],
                      " s, shorter than one --slice-seconds ", options_.slice_seconds, " slice");
         check_duration(entry.path, seconds[size_t(i)], policy_);
-        for (int64_t start = 0; start + slice <= int64_t(audio.size()); start += slice)
+        for (int64_t start = 0; start + slice <= int64_t(audio.size()); start += slice) {
+          const std::span<const float> piece(audio.data() + start, size_t(slice));
           images[size_t(i)].push_back(
-              spectrogram_image(std::span<const float>(audio.data() + start, size_t(slice)),
-                                extractor_, options_.image_width));
+              cqt_ ? cqt_image(piece, *cqt_, options_.image_height, options_.image_width)
+                   : spectrogram_image(piece, extractor_, options_.image_width));
+        }
       });
   ImageSplit split;
   split.name = name;
@@ -181,9 +236,13 @@ HostBatch ClassTask::batch_of(const ImageSplit& data, const std::vector<int64_t>
   float* out = images.data<float>();
   std::vector<int64_t> labels;
   for (int64_t n = 0; n < batch; ++n) {
-    const float* image = data.images[size_t(items[size_t(n)])].data<float>();
+    const Tensor& item = data.images[size_t(items[size_t(n)])];
+    const float* image = item.data<float>();
+    // A spectrogram plane is replicated to the channels; an image file has them all.
+    const bool all_channels = item.numel() == in_channels_ * height * width;
     for (int64_t c = 0; c < in_channels_; ++c)
-      std::copy_n(image, height * width, out + (n * in_channels_ + c) * height * width);
+      std::copy_n(image + (all_channels ? c * height * width : 0), height * width,
+                  out + (n * in_channels_ + c) * height * width);
     labels.push_back(data.labels[size_t(items[size_t(n)])]);
   }
   HostBatch host;

@@ -88,6 +88,21 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.add_option("--image-width", o.image_width, "classification: image columns (frames)")
       ->capture_default_str()
       ->group(data);
+  app.add_option("--features", o.image_features,
+                 "classification: mel | cqt, the image of an audio slice (cqt: librosa.cqt's "
+                 "hop 512, fmin C1, 84 bins, 12 per octave)")
+      ->capture_default_str()
+      ->group(data);
+  app.add_option("--image-mean", o.image_mean,
+                 "classification, image files: Normalize mean per channel (comma-separated)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->group(data);
+  app.add_option("--image-std", o.image_std,
+                 "classification, image files: Normalize std per channel (comma-separated)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->group(data);
   app.add_flag("--spec-augment", o.spec_augment, "ASR: SpecAugment masks on training features")
       ->group(data);
   app.add_flag("--speed-perturb", o.speed_perturb,
@@ -386,6 +401,14 @@ void TrainerOptions::check() const {
   profile_range();  // throws naming a malformed --profile-steps
   SONATA_CHECK(slice_seconds > 0 && image_height > 0 && image_width > 0,
                "--slice-seconds, --image-height and --image-width must be positive");
+  SONATA_CHECK(one_of(image_features, {"mel", "cqt"}), "--features must be mel or cqt, got '",
+               image_features, "'");
+  SONATA_CHECK(image_features == "mel" || !is_asr(),
+               "--features cqt applies to --model vgg19_bn only");
+  SONATA_CHECK(!image_mean.empty() && !image_std.empty(),
+               "--image-mean and --image-std need at least one value");
+  for (const double s : image_std)
+    SONATA_CHECK(s > 0, "--image-std values must be positive, got ", s);
 }
 
 std::pair<int64_t, int64_t> TrainerOptions::profile_range() const {
@@ -420,6 +443,9 @@ std::string TrainerOptions::to_json() const {
   json["slice-seconds"] = slice_seconds;
   json["image-height"] = image_height;
   json["image-width"] = image_width;
+  json["image-features"] = image_features;
+  json["image-mean"] = image_mean;
+  json["image-std"] = image_std;
   json["batch-size"] = batch_size;
   json["epochs"] = epochs;
   json["max-steps"] = max_steps;

@@ -38,6 +38,11 @@ struct TrainerOptions {
   // Classification images: dB mel of fixed-length slices, resized to image_size.
   double slice_seconds = 3.0;
   int64_t image_height = 128, image_width = 128;
+  // Classification: mel | cqt, the spectrogram an audio slice becomes (data/features/cqt.h).
+  std::string image_features = "mel";
+  // Classification, image files (.png / .jpg in a manifest or class folder): torchvision's
+  // Normalize(mean, std) per channel after the resize (one value: every channel).
+  std::vector<double> image_mean{0.5}, image_std{0.5};
 
   // Optimisation.
   int64_t batch_size = 16;  // per process
