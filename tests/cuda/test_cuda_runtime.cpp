@@ -235,7 +235,7 @@ class HeldStream {
   ~HeldStream() {
     open();
     // The callback reads the gate until it returns: keep it alive until then.
-    cudaStreamSynchronize(stream_);
+    (void)cudaStreamSynchronize(stream_);
   }
   HeldStream(const HeldStream&) = delete;
   HeldStream& operator=(const HeldStream&) = delete;
