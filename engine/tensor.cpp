@@ -323,9 +323,11 @@ void copy_between_devices(const Tensor& source, const Tensor& out, size_t nbytes
   cudaStream_t from_stream = current_stream(from);
   target_ready.block(from_stream);
   CUDA_CHECK(cudaMemcpyPeerAsync(out.data_ptr(), to, source.data_ptr(), from, nbytes, from_stream));
-  Event copied;  // created on `from`
-  copied.record(from_stream);
-  copied.block(to_stream);
+  {
+    Event copied;  // created, and destroyed, on `from`
+    copied.record(from_stream);
+    copied.block(to_stream);
+  }
   set_cuda_device(to);  // the thread ends on the target, as after any other copy to it
 }
 #endif
