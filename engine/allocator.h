@@ -2,8 +2,10 @@
 // Memory for tensors. CPU: 64-byte aligned blocks; blocks of 1 MiB and more are cached and
 // reused by size (see cpu_allocator.cpp for why). CUDA: a stream-ordered allocator on
 // cudaMallocAsync's pool (kept, not returned to the driver, between steps) with current and
-// peak statistics like torch.cuda.memory_allocated / max_memory_allocated. Pinned host
-// memory: a caching pool whose blocks are reused only after the copies that read them end.
+// peak statistics like torch.cuda.memory_allocated / max_memory_allocated; memory used on a
+// stream other than its own is recorded (Tensor::record_stream, engine/stream_uses.h) and
+// its free waits for that work. Pinned host memory: a caching pool whose blocks are reused
+// only after the copies that read them end.
 #include <cstddef>
 #include <cstdint>
 

@@ -8,7 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "base/cuda_check.h"
-#include "engine/cuda/stream.h"
+#include "engine/device_guard.h"
 #endif
 
 namespace sonata {

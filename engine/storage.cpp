@@ -35,10 +35,25 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device, bool pi
   }
 #if SONATA_WITH_CUDA
   const CudaBlock block = cuda_allocate(nbytes, device.index);
-  return std::make_shared<Storage>(block.data, nbytes, device,
-                                   [block](void*) { cuda_free(block); });
+  auto uses = std::make_shared<StreamUses>(block.stream);
+  auto storage = std::make_shared<Storage>(block.data, nbytes, device,
+                                           [block, uses](void*) { cuda_free(block, *uses); });
+  storage->stream_uses_ = std::move(uses);
+  return storage;
 #else
   throw Error(str("cannot allocate on ", device.str(), ": ", cuda_unavailable_reason()));
+#endif
+}
+
+void Storage::record_stream(StreamHandle stream) {
+  if (stream_uses_) {
+    stream_uses_->record(stream);
+    return;
+  }
+#if SONATA_WITH_CUDA
+  if (pinned_) PinnedPool::instance().record_use(data_, static_cast<cudaStream_t>(stream));
+#else
+  (void)stream;
 #endif
 }
 

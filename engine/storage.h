@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "engine/device.h"
+#include "engine/stream_uses.h"
 
 namespace sonata {
 
@@ -25,12 +26,20 @@ class Storage {
   Device device() const { return device_; }
   bool pinned() const { return pinned_; }
 
+  // Work on `stream` (a cudaStream_t of the memory's device, or of the calling thread's for
+  // pinned memory) reads or writes this memory, and is not the stream it was allocated on:
+  // freeing then waits for that work (CUDA memory), or the block is not handed out again
+  // before it ends (pinned memory). PyTorch's Tensor.record_stream. The stream must outlive
+  // the storage. Nothing to do for other memory.
+  void record_stream(StreamHandle stream);
+
  private:
   void* data_;
   size_t nbytes_;
   Device device_;
   Deleter deleter_;
   bool pinned_;
+  std::shared_ptr<StreamUses> stream_uses_;  // CUDA blocks only; the deleter holds it too
 };
 
 }  // namespace sonata

@@ -17,7 +17,7 @@
 
 #if SONATA_WITH_CUDA
 #include "base/cuda_check.h"
-#include "engine/cuda/pinned_pool.h"
+#include "engine/cuda/stream.h"
 #endif
 
 namespace sonata {
@@ -285,6 +285,55 @@ Tensor Tensor::to(DType target) const {
   return cast(*this, target);
 }
 
+namespace {
+#if SONATA_WITH_CUDA
+// Pageable sources up to this size (the step's lengths, targets and masks) are staged through
+// the pinned pool: from pageable memory the driver stages the copy itself and may first wait
+// for everything queued on the stream, stalling the host behind the device. Larger ones
+// (weights, moved once) go directly, so that the pool does not keep a pinned copy of them.
+constexpr size_t kPinnedStagingMaxBytes = size_t(1) << 20;
+
+void copy_host_to_device(const Tensor& source, const Tensor& out, size_t nbytes,
+                         bool non_blocking) {
+  cudaStream_t stream = current_stream(out.device().index);
+  Tensor staged = source;
+  if (!source.is_pinned() && nbytes <= kPinnedStagingMaxBytes) {
+    TensorOptions pinned = source.options();
+    pinned.pinned = true;
+    staged = empty(source.shape(), pinned);
+    std::memcpy(staged.data_ptr(), source.data_ptr(), nbytes);
+  }
+  CUDA_CHECK(
+      cudaMemcpyAsync(out.data_ptr(), staged.data_ptr(), nbytes, cudaMemcpyHostToDevice, stream));
+  if (staged.is_pinned()) staged.record_stream(stream);
+  // The caller may overwrite its pinned memory after a blocking copy; our staging block and
+  // pageable memory (staged by the driver before it returns) need no wait.
+  if (source.is_pinned() && !non_blocking) CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+// As PyTorch's copy_ between GPUs: the copy runs on the source's stream, after the work that
+// wrote the source and after the target's stream has reached the target's allocation, and
+// the target's stream waits for it. Each tensor is then used only on its own stream, so
+// neither stream-ordered free can overtake the copy.
+void copy_between_devices(const Tensor& source, const Tensor& out, size_t nbytes) {
+  const int from = source.device().index, to = out.device().index;
+  cudaStream_t to_stream = current_stream(to);
+  Event target_ready;  // created on `to`, the thread's device since current_stream(to)
+  target_ready.record(to_stream);
+  cudaStream_t from_stream = current_stream(from);
+  target_ready.block(from_stream);
+  CUDA_CHECK(cudaMemcpyPeerAsync(out.data_ptr(), to, source.data_ptr(), from, nbytes, from_stream));
+  {
+    Event copied;  // created, and destroyed, on `from`
+    copied.record(from_stream);
+    copied.block(to_stream);
+  }
+  set_cuda_device(to);  // the thread ends on the target, as after any other copy to it
+}
+#endif
+
+}  // namespace
+
 Tensor Tensor::to(Device target, bool non_blocking) const {
   if (target == device()) return *this;
   const Tensor source = contiguous();
@@ -295,23 +344,14 @@ Tensor Tensor::to(Device target, bool non_blocking) const {
 #if SONATA_WITH_CUDA
   if (nbytes > 0) {
     if (target.is_cuda() && source.device().is_cuda()) {
-      cudaStream_t stream = current_stream(target.index);
-      CUDA_CHECK(cudaMemcpyPeerAsync(out.data_ptr(), target.index, source.data_ptr(),
-                                     source.device().index, nbytes, stream));
+      copy_between_devices(source, out, nbytes);
     } else if (target.is_cuda()) {
-      cudaStream_t stream = current_stream(target.index);
-      CUDA_CHECK(cudaMemcpyAsync(out.data_ptr(), source.data_ptr(), nbytes, cudaMemcpyHostToDevice,
-                                 stream));
-      if (source.is_pinned()) {
-        PinnedPool::instance().record_use(source.data_ptr(), stream);
-        // Pageable memory was staged by the driver already; pinned memory may still be read.
-        if (!non_blocking) CUDA_CHECK(cudaStreamSynchronize(stream));
-      }
+      copy_host_to_device(source, out, nbytes, non_blocking);
     } else {
       cudaStream_t stream = current_stream(source.device().index);
       CUDA_CHECK(cudaMemcpyAsync(out.data_ptr(), source.data_ptr(), nbytes, cudaMemcpyDeviceToHost,
                                  stream));
-      if (out.is_pinned()) PinnedPool::instance().record_use(out.data_ptr(), stream);
+      if (out.is_pinned()) out.record_stream(stream);
       // The host may read the result next: wait unless the caller asked not to.
       if (!(non_blocking && out.is_pinned())) CUDA_CHECK(cudaStreamSynchronize(stream));
     }

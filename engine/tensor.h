@@ -86,6 +86,10 @@ class Tensor {
   bool is_contiguous() const;
   bool is_pinned() const { return impl().storage->pinned(); }
   const std::shared_ptr<Storage>& storage() const { return impl().storage; }
+  // Work on `stream` (a cudaStream_t) other than the current stream the memory was allocated
+  // on uses this tensor: its memory is not reused before that work ends (Storage::record_stream,
+  // PyTorch's Tensor.record_stream).
+  void record_stream(StreamHandle stream) const { impl().storage->record_stream(stream); }
 
   void* data_ptr() const;
   template <typename T>
@@ -108,8 +112,11 @@ class Tensor {
   Tensor contiguous() const;
 
   // Copies to another device or dtype (differentiable). Host->device copies run on the
-  // current stream; from pinned memory with non_blocking the host does not wait. A copy to
-  // the host waits unless non_blocking and the destination is pinned.
+  // current stream; from pinned memory with non_blocking the host does not wait, and small
+  // pageable sources go through a pinned block of the engine's so that it does not wait
+  // either. A copy to the host waits unless non_blocking and the destination is pinned.
+  // Between two GPUs the copy is ordered after the source's current stream and before the
+  // target's, as PyTorch's copy_.
   Tensor to(Device device, bool non_blocking = false) const;
   Tensor to(DType dtype) const;
   Tensor clone() const;

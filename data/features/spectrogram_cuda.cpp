@@ -37,11 +37,17 @@ std::vector<Tensor> FeatureExtractor::log_mel_on(
     longest = std::max(longest, int64_t(clip.size()));
   }
   if (clips.empty()) return {};
-  // One host block, zeros past each clip, copied to the device in one transfer.
-  const Tensor host = zeros({int64_t(clips.size()), longest});
-  for (size_t c = 0; c < clips.size(); ++c)
-    std::copy(clips[c].begin(), clips[c].end(), host.data<float>() + int64_t(c) * longest);
-  const Tensor all = log_mel_batch(host.to(device), lengths);
+  // One host block, zeros past each clip, copied to the device in one transfer. Page-locked,
+  // so that the copy queues behind the stream's work instead of the host waiting for it.
+  TensorOptions pinned;
+  pinned.pinned = true;
+  const Tensor host = empty({int64_t(clips.size()), longest}, pinned);
+  float* rows = host.data<float>();
+  for (size_t c = 0; c < clips.size(); ++c) {
+    float* row = rows + int64_t(c) * longest;
+    std::fill(std::copy(clips[c].begin(), clips[c].end(), row), row + longest, 0.0f);
+  }
+  const Tensor all = log_mel_batch(host.to(device, /*non_blocking=*/true), lengths);
   std::vector<Tensor> outs;
   for (size_t c = 0; c < clips.size(); ++c)
     outs.push_back(all.select(0, int64_t(c)).slice(0, 0, frames(lengths[c])));
@@ -119,8 +125,15 @@ Tensor FeatureExtractor::log_mel_batch(const Tensor& samples,
 
   const gpu::LogMelConfig config = gpu_config(config_);
   const Tensor input = samples.contiguous();
-  const Tensor lengths_on_device = from_vector(lengths, {clips}, device);
-  const Tensor frames_on_device = from_vector(frame_counts, {clips}, device);
+  // Lengths and frame counts in one page-locked block, one copy that does not wait.
+  TensorOptions pinned_i64 = TensorOptions{}.with(DType::i64);
+  pinned_i64.pinned = true;
+  const Tensor counts = empty({2, clips}, pinned_i64);
+  std::copy(lengths.begin(), lengths.end(), counts.data<int64_t>());
+  std::copy(frame_counts.begin(), frame_counts.end(), counts.data<int64_t>() + clips);
+  const Tensor counts_on_device = counts.to(device, /*non_blocking=*/true);
+  const Tensor lengths_on_device = counts_on_device.select(0, 0);
+  const Tensor frames_on_device = counts_on_device.select(0, 1);
   const Tensor workspace =
       empty({gpu::log_mel_workspace_floats(config, clips * max_frames)}, on_device);
   Tensor out = empty({clips, max_frames, config_.n_mels}, on_device);

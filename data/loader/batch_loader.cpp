@@ -1,12 +1,15 @@
 #include "data/loader/batch_loader.h"
 
+#include <optional>
+
 #include "base/error.h"
 #include "data/loader/device_stager.h"
+#include "engine/device_guard.h"
 
 namespace sonata {
 
-BatchLoader::BatchLoader(MakeBatch make, int64_t workers, int64_t prefetch, bool pin_memory)
-    : make_(std::move(make)), workers_(workers), prefetch_(prefetch), pin_memory_(pin_memory) {
+BatchLoader::BatchLoader(MakeBatch make, int64_t workers, int64_t prefetch, Device pin_for)
+    : make_(std::move(make)), workers_(workers), prefetch_(prefetch), pin_for_(pin_for) {
   SONATA_CHECK(workers >= 1, "BatchLoader: workers must be at least 1, got ", workers);
   SONATA_CHECK(prefetch >= 1, "BatchLoader: prefetch must be at least 1, got ", prefetch);
   for (int64_t w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
@@ -39,6 +42,15 @@ void BatchLoader::start(std::vector<std::vector<int64_t>> batches, int64_t epoch
 }
 
 void BatchLoader::work() {
+  // Selected once for the thread's life: building, pinning and dropping batches all run here.
+  // A failure reaches the consumer with every batch this worker takes.
+  std::exception_ptr no_device;
+  std::optional<CudaDeviceGuard> on_device;
+  try {
+    on_device.emplace(pin_for_);
+  } catch (...) {
+    no_device = std::current_exception();
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     // Build when there is a batch left and the window ahead of the consumer has room.
@@ -54,8 +66,9 @@ void BatchLoader::work() {
     lock.unlock();
     Slot slot;
     try {
+      if (no_device) std::rethrow_exception(no_device);
       slot.batch = make_(items, epoch);
-      if (pin_memory_) pin_batch(*slot.batch);
+      if (pin_for_.is_cuda()) pin_batch(*slot.batch);
     } catch (...) {
       slot.error = std::current_exception();
     }

@@ -31,10 +31,12 @@ class BatchLoader {
   using MakeBatch = std::function<HostBatch(const std::vector<int64_t>& items, int64_t epoch)>;
 
   // `make` runs on the workers, concurrently: it must be thread-safe. At most `prefetch`
-  // batches are built or waiting beyond the one being consumed. With `pin_memory` the workers
-  // also copy each batch into page-locked memory (pin_batch in device_stager.h) for fast,
-  // asynchronous host-to-device copies; without a GPU it changes nothing.
-  BatchLoader(MakeBatch make, int64_t workers, int64_t prefetch, bool pin_memory = false);
+  // batches are built or waiting beyond the one being consumed. With a CUDA device as
+  // `pin_for` the workers also copy each batch into page-locked memory (pin_batch in
+  // device_stager.h) for fast, asynchronous copies to it, and work on that device
+  // (CudaDeviceGuard): pinned memory and its events would otherwise open a context on GPU 0.
+  // The CPU (the default) pins nothing; so does a machine without a GPU.
+  BatchLoader(MakeBatch make, int64_t workers, int64_t prefetch, Device pin_for = Device::cpu());
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -56,7 +58,7 @@ class BatchLoader {
 
   MakeBatch make_;
   int64_t workers_, prefetch_;
-  bool pin_memory_;
+  Device pin_for_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<std::thread> threads_;

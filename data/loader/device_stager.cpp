@@ -4,12 +4,12 @@
 
 #include "base/error.h"
 #include "base/nvtx.h"
+#include "engine/device_guard.h"
 
 #if SONATA_WITH_CUDA
 #include <cuda_runtime_api.h>
 
 #include "base/cuda_check.h"
-#include "engine/cuda/pinned_pool.h"
 #include "engine/cuda/stream.h"
 #endif
 
@@ -41,13 +41,19 @@ struct DeviceStager::CopyState {};
 DeviceStager::DeviceStager(Device device, std::vector<size_t> device_tensors)
     : device_(device), device_tensors_(std::move(device_tensors)) {
 #if SONATA_WITH_CUDA
-  if (device_.is_cuda()) copies_ = std::make_unique<CopyState>(device_.index);
+  if (device_.is_cuda()) {
+    const CudaDeviceGuard on_device(device_);  // the events belong to the stager's device
+    copies_ = std::make_unique<CopyState>(device_.index);
+  }
 #else
   SONATA_CHECK(!device_.is_cuda(), "DeviceStager: ", cuda_unavailable_reason());
 #endif
 }
 
-DeviceStager::~DeviceStager() = default;
+DeviceStager::~DeviceStager() {
+  // The staged batch goes first, while the copy stream its tensors were recorded on exists.
+  clear();
+}
 
 void DeviceStager::stage(HostBatch batch) {
   SONATA_CHECK(!pending_, "DeviceStager: stage() with a batch already staged; take() it first");
@@ -57,15 +63,17 @@ void DeviceStager::stage(HostBatch batch) {
 #if SONATA_WITH_CUDA
   if (device_.is_cuda()) {
     SONATA_NVTX_RANGE("sonata::loader::stage");
-    set_cuda_device(device_.index);
     cudaStream_t compute = current_stream(device_.index);
     cudaStream_t copy = copies_->stream.get();
     std::vector<Tensor> destinations;
     // Allocated on the compute stream, which frees them after the step; the copy stream
-    // waits for the allocation.
-    for (size_t index : device_tensors_)
+    // waits for the allocation. Recorded on the copy stream, so that a batch dropped before
+    // its copy ends (clear() at an epoch start, the destructor) is not freed under the copy.
+    for (size_t index : device_tensors_) {
       destinations.push_back(
           empty(batch.tensors[index].shape(), batch.tensors[index].options().with(device_)));
+      destinations.back().record_stream(copy);
+    }
     Event allocated;
     allocated.record(compute);
     allocated.block(copy);
@@ -76,7 +84,7 @@ void DeviceStager::stage(HostBatch batch) {
       if (nbytes > 0) {
         CUDA_CHECK(cudaMemcpyAsync(destinations[k].data_ptr(), source.data_ptr(), nbytes,
                                    cudaMemcpyHostToDevice, copy));
-        if (source.is_pinned()) PinnedPool::instance().record_use(source.data_ptr(), copy);
+        if (source.is_pinned()) source.record_stream(copy);
       }
       source = destinations[k];
     }

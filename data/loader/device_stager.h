@@ -14,10 +14,11 @@
 // loader's workers run when asked): the copy engine then reads them without the driver's
 // pageable staging, on the stager's copy stream, while the compute stream runs the previous
 // step. take() makes the caller's current stream wait for the copy (an event; the host never
-// waits). The device memory is allocated on the compute stream and the copy stream is ordered
-// after that allocation, so freeing it after the step is safe with the stream-ordered
-// allocator. Pinned blocks go back to the engine's PinnedPool when the host batch is dropped,
-// and are reused for later batches once their copy has finished.
+// waits). The device memory is allocated on the compute stream, the copy stream is ordered
+// after that allocation, and the copy stream is recorded on it (Tensor::record_stream): its
+// free, after the step or when a staged batch is dropped, waits for the copy. Pinned blocks
+// go back to the engine's PinnedPool when the host batch is dropped, and are reused for later
+// batches once their copy has finished.
 //
 // On the CPU both calls just hand the batch through.
 #include <cstddef>
@@ -54,8 +55,8 @@ class DeviceStager {
 
   Device device_;
   std::vector<size_t> device_tensors_;
+  std::unique_ptr<CopyState> copies_;  // before pending_: outlives the batch recorded on it
   std::optional<HostBatch> pending_;
-  std::unique_ptr<CopyState> copies_;
 };
 
 }  // namespace sonata

@@ -3,11 +3,15 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <mutex>
 
 #include "base/cuda_check.h"
 #include "engine/allocator.h"
+#include "engine/cuda/cuda_status.h"
 #include "engine/cuda/stream.h"
+#include "engine/device_guard.h"
 
 namespace sonata {
 namespace {
@@ -31,6 +35,38 @@ void configure_pool(int device) {
     CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
   });
 }
+
+// The record-stream rule's device calls, on the block's device.
+class CudaStreamOrdering final : public StreamOrdering {
+ public:
+  explicit CudaStreamOrdering(int device) : device_(device) {}
+
+  bool wait_for(StreamHandle waiter, StreamHandle used) override {
+    // The event belongs to the used stream's device, which is the block's: select it, since
+    // the last reference may be dropped on any thread.
+    try {
+      const CudaDeviceGuard on_device(Device::cuda(device_));
+      cudaEvent_t event = nullptr;
+      if (!CUDA_RELEASE(cudaEventCreateWithFlags(&event, cudaEventDisableTiming))) return false;
+      const bool ordered =
+          CUDA_RELEASE(cudaEventRecord(event, static_cast<cudaStream_t>(used))) &&
+          CUDA_RELEASE(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), event, 0));
+      // The wait holds what it needs: the event may go at once.
+      CUDA_RELEASE(cudaEventDestroy(event));
+      return ordered;
+    } catch (const std::exception& failure) {
+      std::fprintf(stderr, "sonata: ordering a free on cuda:%d failed: %s\n", device_,
+                   failure.what());
+      return false;
+    }
+  }
+  void free_on(void* data, StreamHandle stream) override {
+    CUDA_RELEASE(cudaFreeAsync(data, static_cast<cudaStream_t>(stream)));
+  }
+
+ private:
+  int device_;
+};
 }  // namespace
 
 CudaBlock cuda_allocate(size_t nbytes, int device) {
@@ -47,11 +83,10 @@ CudaBlock cuda_allocate(size_t nbytes, int device) {
   return block;
 }
 
-void cuda_free(const CudaBlock& block) {
+void cuda_free(const CudaBlock& block, StreamUses& uses) {
   if (block.data) {
-    // Never throw from a deleter: a failed free during unwinding would terminate.
-    const cudaError_t status = cudaFreeAsync(block.data, block.stream);
-    (void)status;
+    CudaStreamOrdering ordering(block.device);
+    uses.release(block.data, ordering);
   }
   g_counters[block.device].allocated -= int64_t(block.nbytes);
 }

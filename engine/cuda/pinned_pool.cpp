@@ -3,6 +3,7 @@
 #include <bit>
 
 #include "base/cuda_check.h"
+#include "engine/cuda/cuda_status.h"
 
 namespace sonata {
 
@@ -14,9 +15,7 @@ PinnedPool& PinnedPool::instance() {
 
 bool PinnedPool::ready(Block& block) {
   while (!block.pending.empty()) {
-    const cudaError_t status = cudaEventQuery(block.pending.back());
-    if (status == cudaErrorNotReady) return false;
-    CUDA_CHECK(status);
+    if (!CUDA_QUERY(cudaEventQuery(block.pending.back()))) return false;
     CUDA_CHECK(cudaEventDestroy(block.pending.back()));
     block.pending.pop_back();
   }

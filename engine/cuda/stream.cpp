@@ -5,27 +5,28 @@
 #include <mutex>
 
 #include "base/cuda_check.h"
+#include "engine/cuda/cuda_status.h"
 
 namespace sonata {
 namespace {
 constexpr int kMaxDevices = 64;
-thread_local int t_current_device = -1;
 thread_local std::array<cudaStream_t, kMaxDevices> t_current_streams{};
 }  // namespace
 
 Stream::Stream(int device, int priority) : device_(device) {
-  set_cuda_device(device);
+  // Created on its device without switching the caller's.
+  const CudaDeviceGuard on_device(Device::cuda(device));
   CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
 }
 Stream::~Stream() {
-  if (stream_) cudaStreamDestroy(stream_);
+  if (stream_) CUDA_RELEASE(cudaStreamDestroy(stream_));
 }
 
 Event::Event(bool timing) {
   CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
 }
 Event::~Event() {
-  if (event_) cudaEventDestroy(event_);
+  if (event_) CUDA_RELEASE(cudaEventDestroy(event_));
 }
 void Event::record(cudaStream_t stream) {
   CUDA_CHECK(cudaEventRecord(event_, stream));
@@ -34,10 +35,7 @@ void Event::block(cudaStream_t stream) const {
   CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0));
 }
 bool Event::query() const {
-  const cudaError_t status = cudaEventQuery(event_);
-  if (status == cudaErrorNotReady) return false;
-  CUDA_CHECK(status);
-  return true;
+  return CUDA_QUERY(cudaEventQuery(event_));
 }
 void Event::synchronize() const {
   CUDA_CHECK(cudaEventSynchronize(event_));
@@ -46,13 +44,6 @@ float Event::elapsed_ms(const Event& since) const {
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, since.event_, event_));
   return ms;
-}
-
-void set_cuda_device(int device) {
-  if (t_current_device != device) {
-    CUDA_CHECK(cudaSetDevice(device));
-    t_current_device = device;
-  }
 }
 
 cudaStream_t current_stream(int device) {

@@ -3,6 +3,8 @@
 // non-blocking compute stream per device, shared by all threads); every op launches on it.
 #include <cuda_runtime_api.h>
 
+#include "engine/device_guard.h"  // set_cuda_device, CudaDeviceGuard
+
 namespace sonata {
 
 class Stream {
@@ -20,6 +22,7 @@ class Stream {
   int device_;
 };
 
+// Created on the calling thread's device; recorded only on streams of that device.
 class Event {
  public:
   explicit Event(bool timing = false);
@@ -29,7 +32,7 @@ class Event {
   void record(cudaStream_t stream);
   // Makes `stream` wait for this event on the device, without blocking the host.
   void block(cudaStream_t stream) const;
-  bool query() const;  // true once the recorded work is done
+  bool query() const;  // true once the recorded work is done (never leaves an error behind)
   void synchronize() const;
   float elapsed_ms(const Event& since) const;
   cudaEvent_t get() const { return event_; }
@@ -38,8 +41,7 @@ class Event {
   cudaEvent_t event_ = nullptr;
 };
 
-// Makes `device` the calling thread's CUDA device if it is not already.
-void set_cuda_device(int device);
+// The calling thread's current stream on `device`; also makes `device` the thread's device.
 cudaStream_t current_stream(int device);
 // Replaces the calling thread's current stream for the stream's device until destroyed.
 class StreamGuard {

@@ -1,13 +1,19 @@
 // The CUDA runtime around the ops: Philox fills equal to the CPU's, allocator statistics,
-// host<->device round trips for every dtype, pinned memory with non-blocking copies, and
-// streams ordered by events.
+// host<->device round trips for every dtype, pinned memory with non-blocking copies, streams
+// ordered by events, queries that leave no error behind, the record-stream rule, copies
+// between GPUs ordered on both streams, and uploads that do not wait for the stream.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <span>
 #include <thread>
+#include <vector>
 
+#include "data/features/spectrogram.h"
 #include "engine/allocator.h"
 #include "engine/ops.h"
 #include "engine/random.h"
@@ -16,6 +22,7 @@
 #if SONATA_WITH_CUDA
 #include <cuda_runtime_api.h>
 
+#include "engine/cuda/pinned_pool.h"
 #include "engine/cuda/stream.h"
 #endif
 
@@ -217,6 +224,30 @@ void CUDART_CB hold_until_open(void* data) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
+// Holds `stream` from construction until open() or the end of the scope: work queued on it
+// meanwhile waits, and still_held() tells (by an event, not a clock) that it has not moved.
+class HeldStream {
+ public:
+  explicit HeldStream(cudaStream_t stream) : stream_(stream), gate_(std::make_unique<Gate>()) {
+    REQUIRE(cudaLaunchHostFunc(stream_, hold_until_open, gate_.get()) == cudaSuccess);
+    held_.record(stream_);
+  }
+  ~HeldStream() {
+    open();
+    // The callback reads the gate until it returns: keep it alive until then.
+    (void)cudaStreamSynchronize(stream_);
+  }
+  HeldStream(const HeldStream&) = delete;
+  HeldStream& operator=(const HeldStream&) = delete;
+  void open() { gate_->open = true; }
+  bool still_held() const { return !held_.query(); }
+
+ private:
+  cudaStream_t stream_;
+  std::unique_ptr<Gate> gate_;
+  Event held_;
+};
+
 }  // namespace
 
 TEST_CASE("pinned host tensors with non-blocking copies", "[cuda][pinned]") {
@@ -315,6 +346,138 @@ TEST_CASE("ops run on the stream a StreamGuard selects", "[cuda][stream]") {
   CHECK(mismatches == 0);
   // Reading y on the compute stream, now ordered, gives the same values.
   CHECK(y.to_vector<float>() == y_values);
+}
+
+TEST_CASE("a query of unfinished work leaves no error for the next kernel's check",
+          "[cuda][stream]") {
+  const Tensor x = full({1024}, 1.0, on_cuda());
+  wait_for_device();
+  Tensor y;
+  {
+    HeldStream held(current_stream(0));
+    Event pending;
+    pending.record(current_stream(0));
+    CHECK_FALSE(pending.query());  // cudaErrorNotReady, which the runtime also keeps
+    // The launch check after this kernel reads the thread's last error.
+    CHECK_NOTHROW(y = mul(x, 2.0));
+    CHECK(cudaGetLastError() == cudaSuccess);
+  }
+  CHECK(sum(y).item() == 2048.0);
+}
+
+TEST_CASE("reusing pinned memory past a pending copy leaves no error for the next kernel",
+          "[cuda][pinned]") {
+  TensorOptions pinned = on_cpu();
+  pinned.pinned = true;
+  // 40 MiB: a size class (64 MiB blocks) no other test uses, so these two blocks are its
+  // only ones. The pool walks free blocks by address: the pending copy goes on the lower one,
+  // so the pool must query it (not ready) before it reaches the higher one, which is free.
+  const int64_t n = (int64_t(40) << 20) / 4;
+  Tensor a = empty({n}, pinned), b = empty({n}, pinned);
+  Tensor lower = a.data_ptr() < b.data_ptr() ? a : b;
+  void* const higher = std::max(a.data_ptr(), b.data_ptr());
+  a = b = Tensor();
+  const Tensor x = full({1024}, 1.0, on_cuda());
+  wait_for_device();
+  Tensor copied, y;
+  {
+    HeldStream held(current_stream(0));
+    copied = lower.to(Device::cuda(), /*non_blocking=*/true);  // queued behind the gate
+    lower = Tensor();                                          // released, its copy pending
+    const Tensor again = empty({n}, pinned);
+    REQUIRE(again.data_ptr() == higher);
+    CHECK(held.still_held());  // so the lower block's copy was still pending when queried
+    CHECK_NOTHROW(y = mul(x, 2.0));
+    CHECK(cudaGetLastError() == cudaSuccess);
+  }
+  CHECK(sum(y).item() == 2048.0);
+}
+
+TEST_CASE("memory recorded on another stream is not reused before that stream's work",
+          "[cuda][memory]") {
+  const int64_t n = 1 << 18;
+  Stream side(0);
+  Tensor u;
+  Event filled;
+  {
+    HeldStream held(side.get());
+    void* address = nullptr;
+    {
+      Tensor t = empty({n}, on_cuda());  // allocated on the compute stream
+      address = t.data_ptr();
+      wait_for_device();
+      // Work on the side stream writes t after the gate: a copy engine filling it.
+      REQUIRE(cudaMemsetAsync(t.data_ptr(), 0, size_t(n) * sizeof(float), side.get()) ==
+              cudaSuccess);
+      t.record_stream(side.get());
+    }  // t is freed on the compute stream while the side stream's write is pending
+    u = empty({n}, on_cuda());
+    INFO("u " << (u.data_ptr() == address ? "reuses" : "does not reuse") << " t's memory");
+    u.fill_(1.0);
+    filled.record(current_stream(0));
+    // Without the rule the fill runs at once: give it the chance to, before the side stream
+    // writes. With it, the compute stream waits for the side stream and this poll runs out.
+    for (int i = 0; i < 500 && !filled.query(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(sum(u).item() == double(n));
+}
+
+TEST_CASE("a copy between GPUs waits for the source's stream and outlives its free",
+          "[cuda][copy]") {
+  if (cuda_device_count() < 2) {
+    WARN("one GPU: copies between GPUs are not tested");
+    return;
+  }
+  const int64_t n = 1 << 20;
+  Tensor x = zeros({n}, on_cuda());
+  wait_for_device();
+  Tensor y;
+  {
+    HeldStream held(current_stream(0));
+    x.fill_(7.0);  // queued behind the gate on cuda:0
+    y = x.to(Device::cuda(1));
+    x = Tensor();  // freed on cuda:0's stream, stream-ordered after the copy
+    const Tensor reuse = full({n}, 9.0, on_cuda());
+  }
+  CHECK(y.device() == Device::cuda(1));
+  CHECK(sum(y).item() == 7.0 * double(n));
+}
+
+TEST_CASE("small uploads from pageable memory do not wait for the stream", "[cuda][copy]") {
+  const std::vector<float> values(1000, 3.0f);
+  (void)from_vector(values, {1000}).to(Device::cuda());  // the staging block exists from here
+  wait_for_device();
+  Tensor uploaded;
+  {
+    HeldStream held(current_stream(0));
+    uploaded = from_vector(values, {1000}).to(Device::cuda());
+    CHECK(held.still_held());  // the host came back while the stream was still held
+  }
+  CHECK(sum(uploaded).item() == 3000.0);
+}
+
+TEST_CASE("log-mel on the GPU queues its uploads without waiting for the stream", "[cuda][mel]") {
+  const FeatureExtractor extractor;
+  const std::vector<float> first(16000, 0.25f), second(12000, -0.5f);
+  const std::vector<std::span<const float>> clips{first, second};
+  const std::vector<Tensor> expected = extractor.log_mel_on(Device::cuda(), clips);
+  wait_for_device();  // tables, plans and pinned blocks exist from here
+  std::vector<Tensor> again;
+  {
+    HeldStream held(current_stream(0));
+    again = extractor.log_mel_on(Device::cuda(), clips);
+    CHECK(held.still_held());
+  }
+  REQUIRE(again.size() == 2);
+  for (size_t c = 0; c < 2; ++c) {
+    const std::vector<float> got = again[c].to_vector<float>(),
+                             want = expected[c].to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    size_t mismatches = 0;
+    for (size_t i = 0; i < got.size(); ++i) mismatches += !(std::abs(got[i] - want[i]) <= 1e-5f);
+    CHECK(mismatches == 0);
+  }
 }
 
 #endif  // SONATA_WITH_CUDA
