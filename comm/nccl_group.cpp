@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/cuda_check.h"
+#include "base/cuda_status.h"
 #include "base/error.h"
 #include "base/mpi_check.h"
 #include "base/nccl_check.h"
@@ -70,16 +71,10 @@ std::string async_error(ncclComm_t comm) {
   return ncclGetErrorString(async);
 }
 
-// Whether the work before `event` is done. A not-ready query also becomes the thread's last
-// CUDA error, which a later kernel launch check would report as its own: clear it here.
+// Whether the work before `event` is done (CUDA_QUERY: a not-ready answer is not left as the
+// thread's last error for a later launch check to report).
 bool event_done(const Event& event) {
-  const cudaError_t status = cudaEventQuery(event.get());
-  if (status == cudaErrorNotReady) {
-    static_cast<void>(cudaGetLastError());
-    return false;
-  }
-  CUDA_CHECK(status);
-  return true;
+  return CUDA_QUERY(cudaEventQuery(event.get()));
 }
 
 // Ends the job for an NCCL operation that failed or hung; abort_job aborts every
@@ -102,7 +97,7 @@ class NcclWork final : public Work {
     // Dropped unwaited: order the caller's stream after the transfer anyway, so the caching
     // allocator cannot hand the tensors' memory to new work while NCCL still uses it.
     if (!waited_ && !tensors_.empty())
-      cudaStreamWaitEvent(current_stream(device_), done_->get(), 0);
+      CUDA_RELEASE(cudaStreamWaitEvent(current_stream(device_), done_->get(), 0));
   }
   const std::shared_ptr<Event>& done_event() const { return done_; }
 

@@ -9,7 +9,7 @@
 
 #include "base/cuda_check.h"
 #include "engine/allocator.h"
-#include "engine/cuda/cuda_status.h"
+#include "base/cuda_status.h"
 #include "engine/cuda/stream.h"
 #include "engine/device_guard.h"
 

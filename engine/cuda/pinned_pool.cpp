@@ -3,7 +3,7 @@
 #include <bit>
 
 #include "base/cuda_check.h"
-#include "engine/cuda/cuda_status.h"
+#include "base/cuda_status.h"
 
 namespace sonata {
 

@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "base/cuda_check.h"
-#include "engine/cuda/cuda_status.h"
+#include "base/cuda_status.h"
 
 namespace sonata {
 namespace {

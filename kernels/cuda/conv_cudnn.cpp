@@ -40,9 +40,9 @@
 #include <utility>
 #include <vector>
 
-#include "base/lru_cache.h"
-
 #include "base/cuda_check.h"
+#include "base/cuda_status.h"
+#include "base/lru_cache.h"
 #include "base/cudnn_check.h"
 #endif
 
@@ -269,7 +269,7 @@ class FindScratch {
   }
   ~FindScratch() {
     for (void* buffer : buffers_)
-      if (buffer) (void)cudaFreeAsync(buffer, stream_);
+      if (buffer) CUDA_RELEASE(cudaFreeAsync(buffer, stream_));
   }
   FindScratch(const FindScratch&) = delete;
   FindScratch& operator=(const FindScratch&) = delete;

@@ -12,6 +12,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "base/cuda_status.h"
 #include "base/determinism.h"
 #include "base/nvtx.h"
 #include "kernels/cuda/launch.cuh"
@@ -118,7 +119,7 @@ class StreamScratch {
   StreamScratch(size_t bytes, cudaStream_t stream) : stream_(stream) {
     CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream));
   }
-  ~StreamScratch() { (void)cudaFreeAsync(data_, stream_); }
+  ~StreamScratch() { CUDA_RELEASE(cudaFreeAsync(data_, stream_)); }
   StreamScratch(const StreamScratch&) = delete;
   StreamScratch& operator=(const StreamScratch&) = delete;
   char* data() const { return static_cast<char*>(data_); }

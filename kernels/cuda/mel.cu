@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "base/cuda_check.h"
+#include "base/cuda_status.h"
 #include "base/deferred_release.h"
 #include "base/error.h"
 #include "base/lru_cache.h"
@@ -77,17 +78,18 @@ PlanCache& plan_cache() {
 
 void retire(PlanCache& cache, const PlanKey& key, const CachedPlan& plan) {
   const int device = std::get<0>(key);
-  cache.retired.add([event = plan.last_use] { return cudaEventQuery(event) != cudaErrorNotReady; },
+  cache.retired.add([event = plan.last_use] { return CUDA_QUERY(cudaEventQuery(event)); },
                     [device, plan] {
-                      // Errors are dropped: nothing could be done about them here, and a failed
-                      // launch surfaces at its own check. The plan belongs to its device, so that
-                      // is made current.
+                      // Nothing may throw here. A failed release is reported and its status
+                      // cleared (CUDA_RELEASE), so no later launch check reports it as its own;
+                      // cuFFT's status is not a runtime error and leaves none behind. The plan
+                      // belongs to its device, so that is made current.
                       int current = 0;
-                      if (cudaGetDevice(&current) != cudaSuccess) return;
-                      (void)cudaSetDevice(device);
+                      if (!CUDA_RELEASE(cudaGetDevice(&current))) return;
+                      if (!CUDA_RELEASE(cudaSetDevice(device))) return;
                       (void)cufftDestroy(plan.handle);
-                      (void)cudaEventDestroy(plan.last_use);
-                      (void)cudaSetDevice(current);
+                      CUDA_RELEASE(cudaEventDestroy(plan.last_use));
+                      CUDA_RELEASE(cudaSetDevice(current));
                     });
 }
 

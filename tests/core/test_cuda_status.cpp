@@ -1,11 +1,11 @@
-// Query and release statuses (engine/cuda/cuda_status.h) with injected cudaError_t values and
+// Query and release statuses (base/cuda_status.h) with injected cudaError_t values and
 // a fake of the thread's last-error slot, so that no GPU is needed: a NotReady answer must not
 // stay behind for the next launch check, and a failed release must not throw.
 #include <catch2/catch.hpp>
 
 #if SONATA_WITH_CUDA
 #include "base/error.h"
-#include "engine/cuda/cuda_status.h"
+#include "base/cuda_status.h"
 
 using namespace sonata;
 

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
+#include "data/image/image_file.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
 #include "tools/trainer/class_task.h"
@@ -46,6 +47,7 @@ FeatureConfig image_features(const TrainedCheckpoint& checkpoint) {
 GenreClassifier::GenreClassifier(const TrainedCheckpoint& checkpoint, Device device)
     : labels_(checkpoint_labels(checkpoint, "classify")),
       extractor_(image_features(checkpoint)),
+      image_height_(saved_integer(checkpoint, "image-height")),
       image_width_(saved_integer(checkpoint, "image-width")),
       device_(device) {
   const nlohmann::json& seconds = checkpoint.option("slice-seconds");
@@ -55,42 +57,71 @@ GenreClassifier::GenreClassifier(const TrainedCheckpoint& checkpoint, Device dev
   ModelConfig config = checkpoint.model_config();
   config.set("num-classes", std::to_string(labels_.size()));
   in_channels_ = config.get_int("in-channels", 3);
+  // Checkpoints written before image files and CQT were trainable hold neither option: mel
+  // images, and image files normalised as CCMusic's (0.5, 0.5).
+  const nlohmann::json& saved = checkpoint.config;
+  const std::string features = saved.value("image-features", std::string("mel"));
+  SONATA_CHECK(features == "mel" || features == "cqt", "checkpoint '", checkpoint.path,
+               "' saved image-features '", features, "', neither mel nor cqt");
+  if (features == "cqt")
+    cqt_ = std::make_shared<const ConstantQ>(
+        CqtConfig{.sample_rate = extractor_.config().sample_rate});
+  normalize_ = {saved.value("image-mean", std::vector<double>{0.5}),
+                saved.value("image-std", std::vector<double>{0.5})};
   model_ = make_model("vgg19_bn", config);
   load_weights(*model_, checkpoint, device_);
 }
 
 TrackClasses GenreClassifier::classify(const std::string& path) {
+  return is_image_path(path) ? classify_image(path) : classify_track(path);
+}
+
+void GenreClassifier::add_probabilities(const Tensor& images, std::vector<double>& out) {
+  const Tensor logits = cast(model_->forward(images.to(device_)), DType::f32);
+  const std::vector<double> batch =
+      softmax(logits, 1).to(Device::cpu()).to(DType::f64).to_vector<double>();
+  out.insert(out.end(), batch.begin(), batch.end());
+}
+
+TrackClasses GenreClassifier::classify_image(const std::string& path) {
+  NoGradGuard no_grad;
+  const Tensor image = image_file_item(path, in_channels_, image_height_, image_width_, normalize_);
+  std::vector<double> probabilities;
+  add_probabilities(image.view({1, in_channels_, image_height_, image_width_}), probabilities);
+  return {1, rank_by_slice_votes(probabilities, labels_.size())};
+}
+
+TrackClasses GenreClassifier::classify_track(const std::string& path) {
   const int64_t rate = extractor_.config().sample_rate;
   Audio audio = decode_audio(path);
-  std::vector<float> samples = audio.sample_rate == rate
-                                   ? std::move(audio.samples)
-                                   : resample(audio.samples, audio.sample_rate, rate);
-  // As the trainer cuts tracks (ClassTask::load): whole slices, a short track padded to one.
+  const std::vector<float> samples = audio.sample_rate == rate
+                                         ? std::move(audio.samples)
+                                         : resample(audio.samples, audio.sample_rate, rate);
+  // As the trainer cuts tracks (ClassTask::load): whole slices; a track shorter than one slice
+  // is not classified (padding it would draw a mostly silent image).
   const int64_t slice = int64_t(std::llround(slice_seconds_ * double(rate)));
-  if (int64_t(samples.size()) < slice) samples.resize(size_t(slice), 0.0f);
+  SONATA_CHECK(int64_t(samples.size()) >= slice, path, " lasts ",
+               double(samples.size()) / double(rate), " s, shorter than the ", slice_seconds_,
+               " s slice the model was trained on");
   const int64_t slices = int64_t(samples.size()) / slice;
-  const int64_t height = extractor_.config().n_mels, plane = height * image_width_;
-  const int64_t classes = labels_.size();
+  const int64_t plane = image_height_ * image_width_;
 
   NoGradGuard no_grad;
   std::vector<double> probabilities;
   for (int64_t first = 0; first < slices; first += kSlicesPerBatch) {
     const int64_t count = std::min(kSlicesPerBatch, slices - first);
-    Tensor images = empty({count, in_channels_, height, image_width_});
+    Tensor images = empty({count, in_channels_, image_height_, image_width_});
     for (int64_t n = 0; n < count; ++n) {
-      const Tensor image = spectrogram_image(
-          std::span<const float>(samples.data() + (first + n) * slice, size_t(slice)), extractor_,
-          image_width_);
+      const std::span<const float> piece(samples.data() + (first + n) * slice, size_t(slice));
+      const Tensor image = cqt_ ? cqt_image(piece, *cqt_, image_height_, image_width_)
+                                : spectrogram_image(piece, extractor_, image_width_);
       for (int64_t c = 0; c < in_channels_; ++c)
         std::copy_n(image.data<float>(), plane,
                     images.data<float>() + (n * in_channels_ + c) * plane);
     }
-    const Tensor logits = cast(model_->forward(images.to(device_)), DType::f32);
-    const std::vector<double> batch =
-        softmax(logits, 1).to(Device::cpu()).to(DType::f64).to_vector<double>();
-    probabilities.insert(probabilities.end(), batch.begin(), batch.end());
+    add_probabilities(images, probabilities);
   }
-  return {slices, rank_by_slice_votes(probabilities, classes)};
+  return {slices, rank_by_slice_votes(probabilities, labels_.size())};
 }
 
 }  // namespace sonata

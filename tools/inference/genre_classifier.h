@@ -1,13 +1,17 @@
 #pragma once
-// Classifying audio tracks with a VGG19_BN checkpoint, as the trainer evaluates them: each
-// track decoded, resampled to the trained rate, cut into the trained slices (a track shorter
-// than one is padded with silence), each slice drawn as the trained dB mel image, the slices'
-// classes voted (track_vote.h).
+// Classifying with a VGG19_BN checkpoint, as the trainer evaluates: an audio track decoded,
+// resampled to the trained rate, cut into the trained slices (a track shorter than one slice
+// is refused, as the trainer refuses it), each slice drawn as the trained image (dB mel, or
+// dB constant-Q under --features cqt), the slices' classes voted (track_vote.h); an image file
+// (.png, .jpg, .jpeg) is one slice, read as the trainer reads image files (the trained
+// channels, size and --image-mean / --image-std).
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "data/features/cqt.h"
 #include "data/features/spectrogram.h"
+#include "data/image/image_normalize.h"
 #include "data/manifest/label_map.h"
 #include "engine/nn/module.h"
 #include "tools/inference/track_vote.h"
@@ -31,11 +35,18 @@ class GenreClassifier {
   const LabelMap& labels() const { return labels_; }
 
  private:
+  TrackClasses classify_image(const std::string& path);
+  TrackClasses classify_track(const std::string& path);
+  // The class probabilities of model inputs [count, C, H, W], appended to `out`.
+  void add_probabilities(const Tensor& images, std::vector<double>& out);
+
   LabelMap labels_;
   FeatureExtractor extractor_;
   double slice_seconds_ = 0;
-  int64_t image_width_ = 0;
+  int64_t image_height_ = 0, image_width_ = 0;
   int64_t in_channels_ = 3;
+  std::shared_ptr<const ConstantQ> cqt_;  // checkpoints trained with --features cqt
+  ImageNormalize normalize_;              // of image files
   std::shared_ptr<Module> model_;
   Device device_;
 };

@@ -1,4 +1,4 @@
-#include "engine/cuda/cuda_status.h"
+#include "base/cuda_status.h"
 
 #include <atomic>
 #include <cstdio>

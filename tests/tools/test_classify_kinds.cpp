@@ -1,0 +1,179 @@
+// classify on the other inputs the classification task trains on: a checkpoint trained on
+// image files (each file one slice, read as the trainer reads it) and one trained on
+// constant-Q images of audio (--features cqt). A young model's answers are noise, so each
+// command's top labels are checked against the trainer's own --eval-only accuracy on the same
+// files with the same weights: they agree only if classify draws the same inputs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/random.h"
+#include "tests/support/audio_files.h"
+#include "tests/support/image_files.h"
+#include "tools/inference/commands.h"
+#include "tools/trainer/class_task.h"
+#include "tools/trainer/train_loop.h"
+
+using namespace sonata;
+using namespace sonata::testing;
+
+namespace {
+
+struct Answer {
+  std::string top_label;
+  int64_t top_votes = 0, slices = 0;
+};
+
+// classify --top-k 1 on `files`: each file's best label and its votes.
+std::vector<Answer> classify_files(const std::string& checkpoint,
+                                   const std::vector<std::string>& files) {
+  std::vector<std::string> arguments = {"classify", "--checkpoint", checkpoint, "--top-k", "1"};
+  arguments.insert(arguments.end(), files.begin(), files.end());
+  std::vector<const char*> argv;
+  for (const std::string& argument : arguments) argv.push_back(argument.c_str());
+  std::ostringstream out, err;
+  const int code = classify_command(int(argv.size()), argv.data(), out, err);
+  INFO(err.str());
+  REQUIRE(code == 0);
+  std::vector<Answer> answers;
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);) {
+    const size_t tab = line.find('\t');
+    REQUIRE(tab != std::string::npos);
+    CHECK(line.substr(0, tab) == files[answers.size()]);
+    std::istringstream score(line.substr(tab + 1));
+    Answer answer;
+    std::string fraction;
+    double mean = -1;
+    score >> answer.top_label >> fraction >> mean;
+    answer.top_votes = std::stoll(fraction);
+    answer.slices = std::stoll(fraction.substr(fraction.find('/') + 1));
+    CHECK((mean >= 0 && mean <= 1));
+    answers.push_back(answer);
+  }
+  REQUIRE(answers.size() == files.size());
+  return answers;
+}
+
+// The trainer's accuracy and track accuracy on `manifest` with the weights of `checkpoint`.
+std::pair<double, double> trainer_accuracy(TrainerOptions options, const std::string& checkpoint,
+                                           const std::string& manifest,
+                                           const std::string& metrics) {
+  options.train_manifest.clear();
+  options.val_manifest = manifest;
+  options.eval_only = true;
+  options.resume = checkpoint;
+  options.checkpoint_dir.clear();
+  options.metrics = metrics;
+  ClassTask task(options);
+  const TrainResult result = run_training(options, task, Device::cpu());
+  return {result.last_val.metrics.at("accuracy"), result.last_val.metrics.at("track_accuracy")};
+}
+
+}  // namespace
+
+TEST_CASE("classify: a checkpoint trained with --features cqt votes its constant-Q slices",
+          "[inference][cqt]") {
+  TemporaryFolder folder("classify_cqt");
+  const std::string train = write_tone_tracks(folder.path().string(), 4);
+  TrainerOptions options;
+  options.model = "vgg19_bn";
+  options.model_config = {{"width", "0.0625"}, {"in-channels", "1"}, {"dropout", "0"}};
+  options.train_manifest = train;
+  options.features.sample_rate = 16000;
+  options.image_features = "cqt";
+  options.slice_seconds = 0.5;
+  options.image_height = 32;
+  options.image_width = 32;
+  options.batch_size = 4;
+  options.epochs = 3;
+  options.lr = 3e-3;
+  options.progress = "none";
+  options.workers = 1;
+  options.checkpoint_dir = folder.file("run");
+  options.metrics = folder.file("train.jsonl");
+  manual_seed(options.seed);
+  {
+    ClassTask task(options);
+    run_training(options, task, Device::cpu());
+  }
+  // Two-second tones at 8 kHz (four slices each, resampled to the trained 16 kHz).
+  std::vector<std::string> files, truth;
+  std::string manifest;
+  for (int track = 0; track < 4; ++track) {
+    std::vector<float> tone(16000);
+    for (size_t i = 0; i < tone.size(); ++i)
+      tone[i] = 0.3f * float(std::sin(2 * 3.14159265358979 * (300.0 + 400.0 * track) *
+                                      double(i) / 8000.0));
+    files.push_back(folder.file("tone_" + std::to_string(track) + ".wav"));
+    write_pcm16_wav(files.back(), tone, 8000);
+    truth.push_back(track % 2 ? "rock" : "jazz");
+    manifest += files.back() + "\t" + truth.back() + "\n";
+  }
+  write_text(folder.file("tones.tsv"), manifest);
+
+  const std::vector<Answer> answers = classify_files(folder.file("run"), files);
+  int64_t correct_tracks = 0;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    CHECK(answers[i].slices == 4);
+    correct_tracks += answers[i].top_label == truth[i];
+  }
+  const auto [accuracy, track_accuracy] = trainer_accuracy(
+      options, folder.file("run"), folder.file("tones.tsv"), folder.file("eval.jsonl"));
+  (void)accuracy;
+  CHECK(track_accuracy == Approx(double(correct_tracks) / 4));
+}
+
+#if SONATA_WITH_IMAGE
+TEST_CASE("classify: a checkpoint trained on image files reads each image as the trainer does",
+          "[inference][image]") {
+  TemporaryFolder folder("classify_images");
+  const std::string train = write_two_class_images(folder.file("train"), 4, 12, 10);
+  TrainerOptions options;
+  options.model = "vgg19_bn";
+  options.model_config = {{"width", "0.0625"}, {"in-channels", "3"}, {"dropout", "0"}};
+  options.train_manifest = train;
+  options.image_height = 16;
+  options.image_width = 16;
+  options.image_mean = {0.4};
+  options.image_std = {0.3};
+  options.batch_size = 4;
+  options.epochs = 2;
+  options.lr = 1e-3;
+  options.progress = "none";
+  options.workers = 1;
+  options.checkpoint_dir = folder.file("run");
+  options.metrics = folder.file("train.jsonl");
+  manual_seed(options.seed);
+  {
+    ClassTask task(options);
+    run_training(options, task, Device::cpu());
+  }
+  // Unseen images of both classes, at another size than the training ones.
+  const std::string unseen = write_two_class_images(folder.file("unseen"), 3, 20, 14);
+  std::vector<std::string> files, truth;
+  std::string manifest;
+  for (const char* label : {"dark", "light"})
+    for (int i = 0; i < 3; ++i) {
+      files.push_back(unseen + "/" + label + "/" + std::to_string(i) + ".png");
+      truth.push_back(label);
+      manifest += files.back() + "\t" + label + "\n";
+    }
+  write_text(folder.file("unseen.tsv"), manifest);
+
+  const std::vector<Answer> answers = classify_files(folder.file("run"), files);
+  int64_t correct = 0;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    CHECK(answers[i].slices == 1);
+    CHECK(answers[i].top_votes == 1);
+    correct += answers[i].top_label == truth[i];
+  }
+  const auto [accuracy, track_accuracy] = trainer_accuracy(
+      options, folder.file("run"), folder.file("unseen.tsv"), folder.file("eval.jsonl"));
+  CHECK(accuracy == Approx(double(correct) / 6));
+  CHECK(track_accuracy == Approx(double(correct) / 6));
+}
+#endif
