@@ -136,8 +136,8 @@ TEST_CASE("classify: a checkpoint trained on image files reads each image as the
   options.model = "vgg19_bn";
   options.model_config = {{"width", "0.0625"}, {"in-channels", "3"}, {"dropout", "0"}};
   options.train_manifest = train;
-  options.image_height = 16;
-  options.image_width = 16;
+  options.image_height = 32;  // five 2x2 poolings
+  options.image_width = 32;
   options.image_mean = {0.4};
   options.image_std = {0.3};
   options.batch_size = 4;

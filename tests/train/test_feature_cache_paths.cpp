@@ -90,7 +90,7 @@ TEST_CASE("feature cache: a clip finds its features whichever path reached its m
   CHECK(SpeechTask(linked, Vocabulary()).train_items() == 4);
 }
 
-TEST_CASE("feature cache: NaN features are bad input naming the clip; old caches are refused",
+TEST_CASE("feature cache: NaN features are bad input naming the clip, and old caches are refused",
           "[cache][trainer]") {
   TemporaryFolder folder("cache_nan");
   const std::string train = write_letters_corpus(folder.path().string(), "train", 5, 8);
