@@ -1,5 +1,5 @@
 #pragma once
-// DeepSpeech2, by default exactly the DS2-small of bench/peer_torch.py (the PyTorch peer benchmark):
+// DeepSpeech2, by default exactly the DS2-small of bench/peer_torch.py (the PyTorch peer):
 //   conv: Conv2d(1, 32, (11, 41), stride (2, 2), padding (5, 20)), BatchNorm2d, Hardtanh(0, 20),
 //         Conv2d(32, 32, (11, 21), stride (1, 2), padding (5, 10)), BatchNorm2d, Hardtanh(0, 20)
 //   over log-mel input [N, 1, T, F = 80]; its output [N, 32, T', F'] becomes [T', N, 32 * F'];

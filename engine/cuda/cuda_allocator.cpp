@@ -8,8 +8,8 @@
 #include <mutex>
 
 #include "base/cuda_check.h"
-#include "engine/allocator.h"
 #include "base/cuda_status.h"
+#include "engine/allocator.h"
 #include "engine/cuda/stream.h"
 #include "engine/device_guard.h"
 

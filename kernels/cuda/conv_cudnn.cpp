@@ -42,8 +42,8 @@
 
 #include "base/cuda_check.h"
 #include "base/cuda_status.h"
-#include "base/lru_cache.h"
 #include "base/cudnn_check.h"
+#include "base/lru_cache.h"
 #endif
 
 namespace sonata::kernels::cuda {

@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 
 #if SONATA_WITH_CUDA
-#include "base/error.h"
 #include "base/cuda_status.h"
+#include "base/error.h"
 
 using namespace sonata;
 

@@ -115,8 +115,9 @@ TEST_CASE("conv2d under --deterministic gives the same gradients twice", "[cuda]
   CHECK(runs[0] == runs[1]);
 }
 
-TEST_CASE("cuFFT plans stay within the cache's bound, and evicted ones are destroyed after their work",
-          "[cuda][mel][cache]") {
+TEST_CASE(
+    "cuFFT plans stay within the cache's bound, and evicted ones are destroyed after their work",
+    "[cuda][mel][cache]") {
 #if SONATA_WITH_CUDA
   const FftCacheBound bound(1);
   FeatureConfig config;

@@ -106,8 +106,9 @@ TEST_CASE("classify: a checkpoint trained with --features cqt votes its constant
   for (int track = 0; track < 4; ++track) {
     std::vector<float> tone(16000);
     for (size_t i = 0; i < tone.size(); ++i)
-      tone[i] = 0.3f * float(std::sin(2 * 3.14159265358979 * (300.0 + 400.0 * track) *
-                                      double(i) / 8000.0));
+      tone[i] =
+          0.3f *
+          float(std::sin(2 * 3.14159265358979 * (300.0 + 400.0 * track) * double(i) / 8000.0));
     files.push_back(folder.file("tone_" + std::to_string(track) + ".wav"));
     write_pcm16_wav(files.back(), tone, 8000);
     truth.push_back(track % 2 ? "rock" : "jazz");
