@@ -64,21 +64,25 @@ void write_pcm16_wav(const std::string& path, const std::vector<float>& samples,
   write_bytes(path, pcm16_wav(pcm, 1, rate));
 }
 
-std::string write_tone_tracks(const std::string& folder, int tracks) {
-  constexpr int kRate = 16000;
-  const std::string manifest_path = folder + "/train.tsv";
+std::string write_tones(const std::string& folder, const std::string& name, int tracks, int rate,
+                        double seconds) {
+  const std::string manifest_path = folder + "/" + name + ".tsv";
   std::ofstream manifest(manifest_path);
+  const auto samples = size_t(std::llround(seconds * rate));
   for (int track = 0; track < tracks; ++track) {
-    std::vector<float> tone(static_cast<size_t>(kRate));
-    for (int i = 0; i < kRate; ++i)
-      tone[size_t(i)] =
-          0.3f *
-          float(std::sin(2 * std::numbers::pi * (300.0 + 400.0 * track) * double(i) / kRate));
-    const std::string path = folder + "/t" + std::to_string(track) + ".wav";
-    write_pcm16_wav(path, tone, kRate);
+    std::vector<float> tone(samples);
+    for (size_t i = 0; i < samples; ++i)
+      tone[i] =
+          0.3f * float(std::sin(2 * std::numbers::pi * (300.0 + 400.0 * track) * double(i) / rate));
+    const std::string path = folder + "/" + name + "_" + std::to_string(track) + ".wav";
+    write_pcm16_wav(path, tone, rate);
     manifest << path << "\t" << (track % 2 ? "rock" : "jazz") << "\n";
   }
   return manifest_path;
+}
+
+std::string write_tone_tracks(const std::string& folder, int tracks) {
+  return write_tones(folder, "train", tracks, 16000, 1.0);
 }
 
 }  // namespace sonata::testing

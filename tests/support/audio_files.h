@@ -37,4 +37,9 @@ void write_pcm16_wav(const std::string& path, const std::vector<float>& samples,
 // (returned): a tiny genre set for the vgg19_bn trainer.
 std::string write_tone_tracks(const std::string& folder, int tracks);
 
+// The same tones (labels, frequencies), `seconds` long at `rate` Hz, as
+// folder/<name>_<k>.wav, with their manifest folder/<name>.tsv (returned).
+std::string write_tones(const std::string& folder, const std::string& name, int tracks, int rate,
+                        double seconds);
+
 }  // namespace sonata::testing

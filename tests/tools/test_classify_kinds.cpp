@@ -5,7 +5,6 @@
 // files with the same weights: they agree only if classify draws the same inputs.
 #include <catch2/catch.hpp>
 
-#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -101,20 +100,12 @@ TEST_CASE("classify: a checkpoint trained with --features cqt votes its constant
     run_training(options, task, Device::cpu());
   }
   // Two-second tones at 8 kHz (four slices each, resampled to the trained 16 kHz).
+  const std::string tones = write_tones(folder.path().string(), "tones", 4, 8000, 2.0);
   std::vector<std::string> files, truth;
-  std::string manifest;
   for (int track = 0; track < 4; ++track) {
-    std::vector<float> tone(16000);
-    for (size_t i = 0; i < tone.size(); ++i)
-      tone[i] =
-          0.3f *
-          float(std::sin(2 * 3.14159265358979 * (300.0 + 400.0 * track) * double(i) / 8000.0));
-    files.push_back(folder.file("tone_" + std::to_string(track) + ".wav"));
-    write_pcm16_wav(files.back(), tone, 8000);
+    files.push_back(folder.file("tones_" + std::to_string(track) + ".wav"));
     truth.push_back(track % 2 ? "rock" : "jazz");
-    manifest += files.back() + "\t" + truth.back() + "\n";
   }
-  write_text(folder.file("tones.tsv"), manifest);
 
   const std::vector<Answer> answers = classify_files(folder.file("run"), files);
   int64_t correct_tracks = 0;
@@ -122,8 +113,8 @@ TEST_CASE("classify: a checkpoint trained with --features cqt votes its constant
     CHECK(answers[i].slices == 4);
     correct_tracks += answers[i].top_label == truth[i];
   }
-  const auto [accuracy, track_accuracy] = trainer_accuracy(
-      options, folder.file("run"), folder.file("tones.tsv"), folder.file("eval.jsonl"));
+  const auto [accuracy, track_accuracy] =
+      trainer_accuracy(options, folder.file("run"), tones, folder.file("eval.jsonl"));
   (void)accuracy;
   CHECK(track_accuracy == Approx(double(correct_tracks) / 4));
 }

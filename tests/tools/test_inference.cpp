@@ -258,19 +258,10 @@ TEST_CASE("classify: top-k labels with their slice votes, as the trainer votes e
     run_training(options, task, Device::cpu());
   }
   // Two-second tracks at 8 kHz (four slices each), labelled as the tone tracks are.
+  write_tones(folder.path().string(), "eight", 4, 8000, 2.0);
   std::vector<std::string> files;
-  std::string manifest;
-  for (int track = 0; track < 4; ++track) {
-    std::vector<float> tone(16000);
-    for (size_t i = 0; i < tone.size(); ++i)
-      tone[i] =
-          0.3f *
-          float(std::sin(2 * 3.14159265358979 * (300.0 + 400.0 * track) * double(i) / 8000.0));
+  for (int track = 0; track < 4; ++track)
     files.push_back(folder.file("eight_" + std::to_string(track) + ".wav"));
-    write_pcm16_wav(files.back(), tone, 8000);
-    manifest += files.back() + (track % 2 ? "\trock\n" : "\tjazz\n");
-  }
-  write_text(folder.file("eight.tsv"), manifest);
 
   for (const std::string& checkpoint : {folder.file("run"), folder.file("run/best")}) {
     INFO(checkpoint);

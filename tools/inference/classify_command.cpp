@@ -28,13 +28,7 @@ int classify_command(int argc, const char* const* argv, std::ostream& out, std::
   app.add_option("--top-k", top_k, "labels printed per file (at most the model's classes)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    return app.exit(error, out, err);
-  }
-  try {
-    check_input_files(arguments.files);
+  return run_inference_command(app, arguments, argc, argv, out, err, "classify", [&] {
     GenreClassifier classifier(read_trained_checkpoint(arguments.checkpoint),
                                inference_device(arguments.device));
     const size_t shown = size_t(std::min(top_k, classifier.labels().size()));
@@ -45,12 +39,7 @@ int classify_command(int argc, const char* const* argv, std::ostream& out, std::
         out << '\t' << score_text(classifier.labels(), track.ranked[k], track.slices);
       out << '\n' << std::flush;
     }
-    return 0;
-  } catch (const std::exception& error) {
-    out.flush();
-    err << "classify: " << error.what() << '\n';
-    return 1;
-  }
+  });
 }
 
 }  // namespace sonata

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <ostream>
 
 #include "base/error.h"
 
@@ -13,7 +14,9 @@ void add_inference_arguments(CLI::App& app, InferenceArguments& arguments) {
                  "folder")
       ->required();
   app.add_option("--device", arguments.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-  app.add_option("files", arguments.files, "audio files (any format and rate the trainer reads)")
+  app.add_option("files", arguments.files,
+                 "audio files (any format and rate the trainer reads); classify also reads "
+                 "images (.png, .jpg, .jpeg) with a checkpoint trained on them")
       ->required();
 }
 
@@ -24,6 +27,25 @@ void check_input_files(const std::vector<std::string>& files) {
     SONATA_CHECK(std::filesystem::exists(status), "input file '", file, "' does not exist");
     SONATA_CHECK(!std::filesystem::is_directory(status), "input '", file,
                  "' is a folder, not an audio file");
+  }
+}
+
+int run_inference_command(CLI::App& app, const InferenceArguments& arguments, int argc,
+                          const char* const* argv, std::ostream& out, std::ostream& err,
+                          const char* name, const std::function<void()>& body) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error, out, err);
+  }
+  try {
+    check_input_files(arguments.files);
+    body();
+    return 0;
+  } catch (const std::exception& error) {
+    out.flush();
+    err << name << ": " << error.what() << '\n';
+    return 1;
   }
 }
 

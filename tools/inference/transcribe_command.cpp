@@ -15,23 +15,12 @@ int transcribe_command(int argc, const char* const* argv, std::ostream& out, std
   app.add_option("--beam-width", beam_width, "prefix beam search this wide (0: greedy)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    return app.exit(error, out, err);
-  }
-  try {
-    check_input_files(arguments.files);
+  return run_inference_command(app, arguments, argc, argv, out, err, "transcribe", [&] {
     SpeechRecognizer recognizer(read_trained_checkpoint(arguments.checkpoint),
                                 inference_device(arguments.device));
     for (const std::string& file : arguments.files)
       out << file << '\t' << recognizer.transcribe(file, beam_width) << '\n' << std::flush;
-    return 0;
-  } catch (const std::exception& error) {
-    out.flush();
-    err << "transcribe: " << error.what() << '\n';
-    return 1;
-  }
+  });
 }
 
 }  // namespace sonata
