@@ -34,7 +34,10 @@ ProbeOptions fixture_probe(const std::string& precision, bool train) {
 // `zero_bound`: the conv biases' gradients are zero by construction in training mode (the
 // BatchNorm after each conv removes any constant); torch reports rounding noise of
 // 1e-16..1e-14 for them, so they are checked to be as near zero as the precision allows
-// instead of relative to that noise. Every other gradient here is above 2e-2.
+// instead of relative to that noise. Every other gradient here is above 2e-2. In f32 a bias
+// gradient is what is left of a sum of N * H * W BatchNorm input gradients that cancel, so
+// its noise follows every rounding upstream: 1.4e-5 was seen for features.0 at -O1 (the
+// sanitizer build) against under 1e-5 at -O3. The f64 run holds it to 1e-12.
 void compare_with_torch(const NamedTensors& ours, const std::string& expected_file,
                         double tolerance, double zero_bound) {
   std::map<std::string, Tensor> by_name(ours.begin(), ours.end());
@@ -71,7 +74,7 @@ TEST_CASE(
     "running statistics",
     "[models][vgg][parity]") {
   compare_with_torch(run_probe(fixture_probe("fp64", true)), "train.safetensors", 1e-9, 1e-12);
-  compare_with_torch(run_probe(fixture_probe("fp32", true)), "train.safetensors", 1e-4, 1e-5);
+  compare_with_torch(run_probe(fixture_probe("fp32", true)), "train.safetensors", 1e-4, 5e-5);
 }
 
 TEST_CASE("loading weights lists every mismatch", "[models][vgg][parity]") {
