@@ -141,12 +141,12 @@ Ds2Output Ds2::forward_logits(const Tensor& input, const Tensor& lengths) {
   return {fc_->forward(x), output_lengths};
 }
 
-PipelineLayers Ds2::pipeline_layers() {
-  PipelineLayers layers;
+LayerSequence Ds2::pipeline_layers() {
+  LayerSequence layers;
   const auto& conv = conv_->children();
   const size_t per_block = conv.size() / std::size(kConvs);
   for (size_t block = 0; block < std::size(kConvs); ++block) {
-    PipelineLayer layer;
+    ModelLayer layer;
     const size_t begin = block * per_block, end = begin + per_block;
     layer.name = str("conv.", begin, "-", end - 1);
     std::vector<Module*> modules;
@@ -155,8 +155,8 @@ PipelineLayers Ds2::pipeline_layers() {
       modules.push_back(conv[k].second.get());
     }
     const bool opens = block == 0, closes = block + 1 == std::size(kConvs);
-    layer.forward = [this, modules, opens, closes](const PipeValue& in) {
-      PipeValue out = in;
+    layer.forward = [this, modules, opens, closes](const LayerValue& in) {
+      LayerValue out = in;
       if (opens) {  // forward_logits' checks; the lengths become explicit
         SONATA_CHECK(in.x.defined() && in.x.dim() == 4 && in.x.size(1) == 1 &&
                          in.x.size(3) == options_.num_mels,
@@ -181,25 +181,25 @@ PipelineLayers Ds2::pipeline_layers() {
     for (size_t k = 0; k < layers_.size(); ++k) {
       BatchRnn* rnn = layers_[k].get();
       layers.push_back(
-          {str("rnns.", k), {{str("rnns.", k), layers_[k]}}, [rnn](const PipeValue& in) {
-             return PipeValue{rnn->forward(in.x, in.lengths), in.lengths};
+          {str("rnns.", k), {{str("rnns.", k), layers_[k]}}, [rnn](const LayerValue& in) {
+             return LayerValue{rnn->forward(in.x, in.lengths), in.lengths};
            }});
     }
   } else {
     RecurrentBase* rnn = rnn_.get();
-    layers.push_back({"rnn", {{"rnn", rnn_}}, [rnn](const PipeValue& in) {
-                        return PipeValue{rnn->forward(in.x, in.lengths).output, in.lengths};
+    layers.push_back({"rnn", {{"rnn", rnn_}}, [rnn](const LayerValue& in) {
+                        return LayerValue{rnn->forward(in.x, in.lengths).output, in.lengths};
                       }});
   }
   Linear* fc = fc_.get();
-  layers.push_back({"fc", {{"fc", fc_}}, [fc](const PipeValue& in) {
+  layers.push_back({"fc", {{"fc", fc_}}, [fc](const LayerValue& in) {
                       // As forward(): half-precision logits are normalised in f32.
                       const Tensor logits = fc->forward(in.x);
                       const DType dtype = logits.dtype();
                       const Tensor wide = dtype == DType::f16 || dtype == DType::bf16
                                               ? cast(logits, DType::f32)
                                               : logits;
-                      return PipeValue{log_softmax(wide, 2), in.lengths};
+                      return LayerValue{log_softmax(wide, 2), in.lengths};
                     }});
   return layers;
 }

@@ -22,7 +22,7 @@
 #include <memory>
 #include <vector>
 
-#include "comm/pipeline/pipeline_layer.h"
+#include "engine/nn/layer_sequence.h"
 #include "engine/nn/module.h"
 #include "models/layers/batch_rnn.h"
 #include "models/layers/linear.h"
@@ -66,7 +66,7 @@ class Ds2 : public Module {
   // the input lengths into output lengths), the RNN stack ("rnn") or each of its layers
   // ("rnns.k"), then fc with log_softmax. Run in order on {x, lengths} it equals
   // forward(x, lengths): output and output_lengths. The layers refer to this model.
-  PipelineLayers pipeline_layers();
+  LayerSequence pipeline_layers();
 
  private:
   bool layered() const { return !layers_.empty(); }

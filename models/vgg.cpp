@@ -87,22 +87,22 @@ Tensor Vgg::forward(const Tensor& input) {
   return classifier_->forward(x);
 }
 
-PipelineLayers Vgg::pipeline_layers() {
-  PipelineLayers layers;
+LayerSequence Vgg::pipeline_layers() {
+  LayerSequence layers;
   const size_t count = features_->size();
   const auto& features = features_->children();
   for (size_t i = 0; i < count;) {
     auto* bn = i + 2 < count ? dynamic_cast<BatchNorm*>(features[i + 1].second.get()) : nullptr;
     const bool block = bn && dynamic_cast<ReLU*>(features[i + 2].second.get());
     const size_t size = block ? 3 : 1;
-    PipelineLayer layer;
+    ModelLayer layer;
     layer.name = block ? str("features.", i, "-", i + 2) : str("features.", i);
     for (size_t k = i; k < i + size; ++k)
       layer.modules.emplace_back("features." + features[k].first, features[k].second);
     Module* first = features[i].second.get();
     // The input checks and the channels-last conversion of forward() open the first layer.
     const bool opens = i == 0;
-    layer.forward = [this, first, bn, block, opens](const PipeValue& in) {
+    layer.forward = [this, first, bn, block, opens](const LayerValue& in) {
       Tensor x = in.x;
       if (opens) {
         SONATA_CHECK(x.dim() == 4 && x.shape()[1] == options_.in_channels,
@@ -112,20 +112,20 @@ PipelineLayers Vgg::pipeline_layers() {
       }
       x = first->forward(x);
       if (block) x = bn->forward_relu(x);
-      return PipeValue{x, in.lengths};
+      return LayerValue{x, in.lengths};
     };
     layers.push_back(std::move(layer));
     i += size;
   }
   Module* avgpool = avgpool_.get();
-  layers.push_back({"avgpool", {{"avgpool", avgpool_}}, [avgpool](const PipeValue& in) {
-                      return PipeValue{avgpool->forward(in.x).flatten(1), in.lengths};
+  layers.push_back({"avgpool", {{"avgpool", avgpool_}}, [avgpool](const LayerValue& in) {
+                      return LayerValue{avgpool->forward(in.x).flatten(1), in.lengths};
                     }});
   for (const auto& [name, child] : classifier_->children()) {
     Module* module = child.get();
     layers.push_back(
-        {"classifier." + name, {{"classifier." + name, child}}, [module](const PipeValue& in) {
-           return PipeValue{module->forward(in.x), in.lengths};
+        {"classifier." + name, {{"classifier." + name, child}}, [module](const LayerValue& in) {
+           return LayerValue{module->forward(in.x), in.lengths};
          }});
   }
   return layers;

@@ -5,7 +5,7 @@
 // its ImageNet weights load unchanged.
 #include <memory>
 
-#include "comm/pipeline/pipeline_layer.h"
+#include "engine/nn/layer_sequence.h"
 #include "engine/nn/module.h"
 #include "models/registry.h"
 
@@ -30,7 +30,7 @@ class Vgg : public Module {
   // The top-level sequence for pipeline stages, equal to forward() when run in order: each
   // conv with its BN and ReLU ("features.0-2"), each max pool, the average pool with the
   // flatten ("avgpool"), then each classifier module. The layers refer to this model.
-  PipelineLayers pipeline_layers();
+  LayerSequence pipeline_layers();
 
  private:
   VggOptions options_;

@@ -30,14 +30,14 @@ std::vector<int64_t> micro_batch_sizes(int64_t batch, int micro_batches) {
   return sizes;
 }
 
-std::vector<PipeValue> split_micro_batches(const PipeValue& value, int micro_batches) {
+std::vector<LayerValue> split_micro_batches(const LayerValue& value, int micro_batches) {
   SONATA_CHECK(value.x.defined() && value.x.dim() >= 1,
                "pipeline: the batch must be a tensor with a batch dimension");
   const std::vector<int64_t> sizes = micro_batch_sizes(value.x.size(0), micro_batches);
   const std::vector<Tensor> xs = split_rows(value.x, sizes, "input");
   std::vector<Tensor> lengths;
   if (value.lengths.defined()) lengths = split_rows(value.lengths, sizes, "input lengths");
-  std::vector<PipeValue> parts;
+  std::vector<LayerValue> parts;
   for (size_t m = 0; m < xs.size(); ++m)
     parts.push_back({xs[m], lengths.empty() ? Tensor() : lengths[m]});
   return parts;

@@ -4,14 +4,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/pipeline/pipeline_layer.h"
+#include "engine/nn/layer_sequence.h"
 
 namespace sonata {
 
 std::vector<int64_t> micro_batch_sizes(int64_t batch, int micro_batches);
 
 // Views of `value` (its lengths too, when defined), one per micro-batch.
-std::vector<PipeValue> split_micro_batches(const PipeValue& value, int micro_batches);
+std::vector<LayerValue> split_micro_batches(const LayerValue& value, int micro_batches);
 // targets[m][k]: micro-batch m's rows of targets[k]; each target has `batch` rows.
 std::vector<std::vector<Tensor>> split_targets(const std::vector<Tensor>& targets, int64_t batch,
                                                int micro_batches);

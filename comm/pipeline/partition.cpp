@@ -58,7 +58,7 @@ std::vector<LayerRange> partition_balanced(const std::vector<double>& costs, int
   return ranges;
 }
 
-std::vector<double> measure_layer_times(const PipelineLayers& layers, const PipeValue& sample) {
+std::vector<double> measure_layer_times(const LayerSequence& layers, const LayerValue& sample) {
   using Clock = std::chrono::steady_clock;
   const LayerRange all{0, layers.size()};
   NamedTensors saved_buffers;
@@ -69,12 +69,12 @@ std::vector<double> measure_layer_times(const PipelineLayers& layers, const Pipe
     saved_grads.emplace_back(tensor, tensor.grad().defined() ? tensor.grad().clone() : Tensor());
 
   std::vector<double> seconds;
-  PipeValue value = sample;
-  for (const PipelineLayer& layer : layers) {
-    PipeValue input{value.x.detach(), value.lengths};
+  LayerValue value = sample;
+  for (const ModelLayer& layer : layers) {
+    LayerValue input{value.x.detach(), value.lengths};
     if (is_floating(input.x.dtype())) input.x.set_requires_grad(true);
     const auto start = Clock::now();
-    PipeValue output = layer.forward(input);
+    LayerValue output = layer.forward(input);
     if (output.x.requires_grad()) output.x.backward(ones_like(output.x));
     // Reading one element waits for the device's queued work (CUDA); a no-op wait on the CPU.
     if (output.x.numel() > 0) (void)output.x.detach().reshape({-1}).select(0, 0).item();

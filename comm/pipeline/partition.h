@@ -4,7 +4,7 @@
 // measured once on a sample micro-batch).
 #include <vector>
 
-#include "comm/pipeline/layer_utils.h"
+#include "engine/nn/layer_sequence.h"
 #include "comm/process_group.h"
 
 namespace sonata {
@@ -20,7 +20,7 @@ std::vector<LayerRange> partition_balanced(const std::vector<double>& costs, int
 // through the layers in order. The layers' buffers (BatchNorm statistics) and gradients are
 // left as they were. Timings differ between ranks: agree on one rank's (broadcast_costs)
 // before partitioning.
-std::vector<double> measure_layer_times(const PipelineLayers& layers, const PipeValue& sample);
+std::vector<double> measure_layer_times(const LayerSequence& layers, const LayerValue& sample);
 
 // Rank `root`'s costs on every rank of `group` (a collective; every rank passes as many).
 std::vector<double> broadcast_costs(ProcessGroup& group, const std::vector<double>& costs,

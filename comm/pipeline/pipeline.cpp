@@ -16,8 +16,8 @@ using Clock = std::chrono::steady_clock;
 
 // What one micro-batch keeps between its forward and its backward.
 struct InFlight {
-  PipeValue input;   // a leaf that requires grad, except on the first stage
-  PipeValue output;  // sent downstream (kept until the send is done and backward has run)
+  LayerValue input;   // a leaf that requires grad, except on the first stage
+  LayerValue output;  // sent downstream (kept until the send is done and backward has run)
   Tensor loss;       // the last stage's loss / M
   Tensor grad;       // the received gradient of `output.x`
   std::shared_ptr<Work> grad_work;
@@ -26,7 +26,7 @@ struct InFlight {
 
 }  // namespace
 
-PipelineStage::PipelineStage(PipelineLayers layers, std::vector<LayerRange> ranges, int stage)
+PipelineStage::PipelineStage(LayerSequence layers, std::vector<LayerRange> ranges, int stage)
     : layers_(std::move(layers)), ranges_(std::move(ranges)), stage_(stage) {
   SONATA_CHECK(stage >= 0 && size_t(stage) < ranges_.size(), "pipeline: stage ", stage,
                " does not exist in a partition of ", ranges_.size(), " stages");
@@ -62,10 +62,10 @@ Pipeline::Pipeline(std::shared_ptr<ProcessGroup> group, std::shared_ptr<Pipeline
   schedule_actions(options_.schedule, stage_->index(), stage_->count(), options_.micro_batches);
 }
 
-PipelineStepResult Pipeline::step(const PipeValue& batch, const std::vector<Tensor>& targets,
+PipelineStepResult Pipeline::step(const LayerValue& batch, const std::vector<Tensor>& targets,
                                   Reducer* reducer) {
   const int M = options_.micro_batches;
-  std::vector<PipeValue> inputs;
+  std::vector<LayerValue> inputs;
   if (stage_->is_first()) inputs = split_micro_batches(batch, M);
   std::vector<std::vector<Tensor>> micro_targets(static_cast<size_t>(M));
   if (stage_->is_last() && !targets.empty())
@@ -74,7 +74,7 @@ PipelineStepResult Pipeline::step(const PipeValue& batch, const std::vector<Tens
 }
 
 PipelineStepResult Pipeline::step_micro_batches(int micro_batches,
-                                                const std::vector<PipeValue>& inputs,
+                                                const std::vector<LayerValue>& inputs,
                                                 const std::vector<std::vector<Tensor>>& targets,
                                                 Reducer* reducer) {
   const auto start = Clock::now();

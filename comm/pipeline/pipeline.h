@@ -26,7 +26,7 @@
 #include <memory>
 #include <vector>
 
-#include "comm/pipeline/layer_utils.h"
+#include "engine/nn/layer_sequence.h"
 #include "comm/pipeline/schedule.h"
 #include "comm/process_group.h"
 #include "comm/reducer.h"
@@ -36,7 +36,7 @@ namespace sonata {
 // One stage: the layers in `ranges[stage]` of a model's sequence.
 class PipelineStage {
  public:
-  PipelineStage(PipelineLayers layers, std::vector<LayerRange> ranges, int stage);
+  PipelineStage(LayerSequence layers, std::vector<LayerRange> ranges, int stage);
 
   int index() const { return stage_; }
   int count() const { return int(ranges_.size()); }
@@ -44,24 +44,24 @@ class PipelineStage {
   bool is_last() const { return stage_ + 1 == count(); }
   LayerRange range() const { return ranges_[size_t(stage_)]; }
   const std::vector<LayerRange>& ranges() const { return ranges_; }
-  const PipelineLayers& layers() const { return layers_; }
+  const LayerSequence& layers() const { return layers_; }
 
   // This stage's parameters and state under the whole model's names.
   NamedTensors named_parameters() const { return layer_parameters(layers_, range()); }
   std::vector<Tensor> parameters() const;
   NamedTensors state_dict() const { return layer_state_dict(layers_, range()); }
 
-  PipeValue forward(const PipeValue& input) const { return run_layers(layers_, range(), input); }
+  LayerValue forward(const LayerValue& input) const { return run_layers(layers_, range(), input); }
 
  private:
-  PipelineLayers layers_;
+  LayerSequence layers_;
   std::vector<LayerRange> ranges_;
   int stage_;
 };
 
 // The micro-batch loss on the last stage: a one-element tensor (the mean over its samples).
 using PipelineLoss =
-    std::function<Tensor(const PipeValue& output, const std::vector<Tensor>& targets)>;
+    std::function<Tensor(const LayerValue& output, const std::vector<Tensor>& targets)>;
 
 struct PipelineOptions {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
@@ -83,13 +83,13 @@ class Pipeline {
 
   // One step's forwards and backwards (a collective over the stage group). `batch` is read
   // on the first stage, `targets` (split along dim 0 like the batch) on the last.
-  PipelineStepResult step(const PipeValue& batch, const std::vector<Tensor>& targets,
+  PipelineStepResult step(const LayerValue& batch, const std::vector<Tensor>& targets,
                           Reducer* reducer = nullptr);
   // The same over micro-batches cut by the caller (a trainer's loader batches, each of its
   // own length): `inputs[m]` read on the first stage, `targets[m]` on the last, and
   // `micro_batches` (the step's M, which may differ from options().micro_batches) on every
   // stage.
-  PipelineStepResult step_micro_batches(int micro_batches, const std::vector<PipeValue>& inputs,
+  PipelineStepResult step_micro_batches(int micro_batches, const std::vector<LayerValue>& inputs,
                                         const std::vector<std::vector<Tensor>>& targets,
                                         Reducer* reducer = nullptr);
 

@@ -27,7 +27,7 @@ void timed_wait(Work& work, double* waited_seconds) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::vector<std::shared_ptr<Work>> send_value(ProcessGroup& group, const PipeValue& value, int peer,
+std::vector<std::shared_ptr<Work>> send_value(ProcessGroup& group, const LayerValue& value, int peer,
                                               int micro_batch) {
   const Tensor x = value.x.detach().contiguous();
   SONATA_CHECK(x.dim() <= kMaxDims, "pipeline: an activation of ", x.dim(),
@@ -49,7 +49,7 @@ std::vector<std::shared_ptr<Work>> send_value(ProcessGroup& group, const PipeVal
   return works;
 }
 
-PipeValue recv_value(ProcessGroup& group, int peer, int micro_batch, double* waited_seconds) {
+LayerValue recv_value(ProcessGroup& group, int peer, int micro_batch, double* waited_seconds) {
   const Device device = group.device();
   Tensor header = empty({kHeaderWords}, TensorOptions{}.with(DType::i64).with(device));
   timed_wait(*group.recv(header, peer, pipe_tag(micro_batch, PipeMessage::header)), waited_seconds);
@@ -58,7 +58,7 @@ PipeValue recv_value(ProcessGroup& group, int peer, int micro_batch, double* wai
                    words[0] <= int64_t(DType::boolean) && words[2] >= -1,
                "pipeline: a malformed header arrived from stage rank ", peer);
   const Shape shape(words.begin() + 3, words.begin() + 3 + words[1]);
-  PipeValue value;
+  LayerValue value;
   value.x = empty(shape, TensorOptions{}.with(DType(words[0])).with(device));
   auto activation = group.recv(value.x, peer, pipe_tag(micro_batch, PipeMessage::activation));
   if (words[2] >= 0) {

@@ -46,13 +46,13 @@ const SgdOptions kSgd{0.05, 0.9, 0, 0, false};
 struct Family {
   std::string name;
   std::function<std::shared_ptr<Module>()> make;  // seeded: every call gives the same weights
-  std::function<PipelineLayers(Module&)> layers;
+  std::function<LayerSequence(Module&)> layers;
   std::function<std::vector<size_t>(int stages)> cuts;
   // Step k's whole batch of `rows` samples: input (and lengths), targets.
-  std::function<std::pair<PipeValue, std::vector<Tensor>>(int step, int64_t rows)> batch;
+  std::function<std::pair<LayerValue, std::vector<Tensor>>(int step, int64_t rows)> batch;
   PipelineLoss loss;
   // The single-process forward of one micro-batch, as the model's own forward() runs it.
-  std::function<PipeValue(Module&, const PipeValue&)> forward;
+  std::function<LayerValue(Module&, const LayerValue&)> forward;
 };
 
 Family vgg_family() {
@@ -81,12 +81,12 @@ Family vgg_family() {
     const Tensor x = randn({rows, 1, 32, 32}, TensorOptions{}.with(DType::f64));
     std::vector<int64_t> labels;
     for (int64_t n = 0; n < rows; ++n) labels.push_back((n * 3 + step) % 4);
-    return std::make_pair(PipeValue{x, Tensor()}, std::vector<Tensor>{from_vector(labels, {rows})});
+    return std::make_pair(LayerValue{x, Tensor()}, std::vector<Tensor>{from_vector(labels, {rows})});
   };
-  f.loss = [](const PipeValue& out, const std::vector<Tensor>& targets) {
+  f.loss = [](const LayerValue& out, const std::vector<Tensor>& targets) {
     return cross_entropy(out.x, targets[0]);
   };
-  f.forward = [](Module& m, const PipeValue& in) { return PipeValue{m.forward(in.x), Tensor()}; };
+  f.forward = [](Module& m, const LayerValue& in) { return LayerValue{m.forward(in.x), Tensor()}; };
   return f;
 }
 
@@ -120,15 +120,15 @@ Family ds2_family() {
       for (int64_t k = 0; k < 3; ++k) labels.push_back(1 + (n + 2 * k + step) % 5);
     }
     return std::make_pair(
-        PipeValue{x, from_vector(lengths, {rows})},
+        LayerValue{x, from_vector(lengths, {rows})},
         std::vector<Tensor>{from_vector(labels, {rows, 3}), from_vector(label_lengths, {rows})});
   };
-  f.loss = [](const PipeValue& out, const std::vector<Tensor>& targets) {
+  f.loss = [](const LayerValue& out, const std::vector<Tensor>& targets) {
     return ctc_loss(out.x, targets[0], out.lengths, targets[1], {0, Reduction::mean, true});
   };
-  f.forward = [](Module& m, const PipeValue& in) {
+  f.forward = [](Module& m, const LayerValue& in) {
     const Ds2Output out = dynamic_cast<Ds2&>(m).forward(in.x, in.lengths);
-    return PipeValue{out.output, out.output_lengths};
+    return LayerValue{out.output, out.output_lengths};
   };
   return f;
 }
@@ -139,7 +139,7 @@ std::vector<Tensor> rows(const std::vector<Tensor>& tensors, int64_t begin, int6
   return out;
 }
 
-PipeValue rows(const PipeValue& value, int64_t begin, int64_t end) {
+LayerValue rows(const LayerValue& value, int64_t begin, int64_t end) {
   return {value.x.slice(0, begin, end),
           value.lengths.defined() ? value.lengths.slice(0, begin, end) : Tensor()};
 }
@@ -168,7 +168,7 @@ std::vector<double> train_single(const Family& f, Module& model, int steps, int 
   return losses;
 }
 
-std::vector<LayerRange> stages_of(const Family& f, const PipelineLayers& layers, int stages) {
+std::vector<LayerRange> stages_of(const Family& f, const LayerSequence& layers, int stages) {
   const std::vector<size_t> cuts = f.cuts(stages);
   if (stages > 1 && cuts.empty()) return partition_balanced(layer_parameter_bytes(layers), stages);
   return partition_at(layers.size(), cuts);
@@ -208,7 +208,7 @@ PipelineRun make_run(const Family& f, std::shared_ptr<ProcessGroup> stages,
                      PipelineSchedule schedule, int micro) {
   PipelineRun run;
   run.model = f.make();
-  PipelineLayers layers = f.layers(*run.model);
+  LayerSequence layers = f.layers(*run.model);
   const std::vector<LayerRange> ranges = stages_of(f, layers, stages->world_size());
   auto stage = std::make_shared<PipelineStage>(std::move(layers), ranges, stages->rank());
   run.pipeline =

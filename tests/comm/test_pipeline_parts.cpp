@@ -78,7 +78,7 @@ TEST_CASE("micro-batches split dim 0 as tensor_split does", "[comm][pipeline]") 
   CHECK_THROWS_WITH(micro_batch_sizes(2, 3), Catch::Contains("a batch of 2"));
   const Tensor x = arange(0, 14).view({7, 2});
   const Tensor lengths = from_vector(std::vector<int64_t>{7, 6, 5, 4, 3, 2, 1}, {7});
-  const std::vector<PipeValue> parts = split_micro_batches({x, lengths}, 3);
+  const std::vector<LayerValue> parts = split_micro_batches({x, lengths}, 3);
   REQUIRE(parts.size() == 3);
   CHECK(parts[0].x.to_vector<double>() == std::vector<double>{0, 1, 2, 3, 4, 5});
   CHECK(parts[2].x.to_vector<double>() == std::vector<double>{10, 11, 12, 13});

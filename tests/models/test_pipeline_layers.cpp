@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "comm/pipeline/layer_utils.h"
+#include "engine/nn/layer_sequence.h"
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "models/ds2.h"
@@ -22,7 +22,7 @@ double max_difference(const Tensor& a, const Tensor& b) {
 }
 
 // The layers' state, entry for entry the model's: same names, order and tensors.
-void check_same_state(const Module& model, const PipelineLayers& layers) {
+void check_same_state(const Module& model, const LayerSequence& layers) {
   const NamedTensors ours = layer_state_dict(layers, {0, layers.size()});
   const NamedTensors theirs = model.state_dict();
   REQUIRE(ours.size() == theirs.size());
@@ -64,7 +64,7 @@ TEST_CASE("vgg19_bn's pipeline layers compose to its forward", "[models][pipelin
   for (const bool channels_last : {false, true}) {
     INFO("channels_last " << channels_last);
     const auto model = narrow_vgg(channels_last);
-    const PipelineLayers layers = model->pipeline_layers();
+    const LayerSequence layers = model->pipeline_layers();
     // 16 conv blocks, 5 max pools, the average pool and 7 classifier modules.
     REQUIRE(layers.size() == 29);
     CHECK(layers[0].name == "features.0-2");
@@ -78,7 +78,7 @@ TEST_CASE("vgg19_bn's pipeline layers compose to its forward", "[models][pipelin
     for (const bool training : {true, false}) {
       model->train(training);
       const Tensor expected = model->forward(x);
-      const PipeValue out = run_layers(layers, {0, layers.size()}, {x, Tensor()});
+      const LayerValue out = run_layers(layers, {0, layers.size()}, {x, Tensor()});
       CHECK(max_difference(out.x, expected) == 0.0);
       CHECK_FALSE(out.lengths.defined());
     }
@@ -97,7 +97,7 @@ TEST_CASE("ds2's pipeline layers compose to forward(x, lengths)", "[models][pipe
   for (size_t v = 0; v < variants.size(); ++v) {
     INFO("variant " << v);
     const auto model = narrow_ds2(variants[v]);
-    const PipelineLayers layers = model->pipeline_layers();
+    const LayerSequence layers = model->pipeline_layers();
     REQUIRE(layers.size() == names[v].size());
     for (size_t i = 0; i < layers.size(); ++i) CHECK(layers[i].name == names[v][i]);
     check_same_state(*model, layers);
@@ -106,18 +106,18 @@ TEST_CASE("ds2's pipeline layers compose to forward(x, lengths)", "[models][pipe
     const Tensor x = randn({3, 1, 21, 16}, TensorOptions{}.with(DType::f64));
     const Tensor lengths = from_vector(std::vector<int64_t>{21, 14, 5}, {3});
     const Ds2Output expected = model->forward(x, lengths);
-    const PipeValue out = run_layers(layers, {0, layers.size()}, {x, lengths});
+    const LayerValue out = run_layers(layers, {0, layers.size()}, {x, lengths});
     CHECK(max_difference(out.x, expected.output) == 0.0);
     CHECK(out.lengths.to_vector<int64_t>() == expected.output_lengths.to_vector<int64_t>());
     // Without lengths every sample is full length, as in forward(x).
-    const PipeValue full = run_layers(layers, {0, layers.size()}, {x, Tensor()});
+    const LayerValue full = run_layers(layers, {0, layers.size()}, {x, Tensor()});
     CHECK(max_difference(full.x, model->forward(x)) == 0.0);
   }
 }
 
 TEST_CASE("pipeline layer bytes count each layer's parameters", "[models][pipeline]") {
   const auto model = narrow_ds2();
-  const PipelineLayers layers = model->pipeline_layers();
+  const LayerSequence layers = model->pipeline_layers();
   const std::vector<double> bytes = layer_parameter_bytes(layers);
   // conv.0: 4 x 1 x 11 x 41 weights + 4 biases, BatchNorm 4 + 4; f64.
   CHECK(bytes[0] == double((4 * 11 * 41 + 4 + 8) * 8));

@@ -282,7 +282,7 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
   const auto replica_group = world.split(s, replica);
 
   auto model = make_model(o);
-  PipelineLayers layers = model->pipeline_layers();
+  LayerSequence layers = model->pipeline_layers();
   const Batch batch = make_batch(o, o.batch / replicas);
   std::vector<double> costs;
   if (o.balance == "time") {
@@ -299,7 +299,7 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
   auto stage = std::make_shared<PipelineStage>(std::move(layers), ranges, s);
   Pipeline pipeline(
       stage_group, stage,
-      [](const PipeValue& out, const std::vector<Tensor>& targets) {
+      [](const LayerValue& out, const std::vector<Tensor>& targets) {
         return cross_entropy(out.x, targets[0]);
       },
       PipelineOptions{schedule, micro_batches});

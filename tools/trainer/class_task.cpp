@@ -408,17 +408,17 @@ DataReport ClassTask::data_report() const {
   return report;
 }
 
-PipelineLayers ClassTask::pipeline_layers() {
+LayerSequence ClassTask::pipeline_layers() {
   const auto vgg = std::dynamic_pointer_cast<Vgg>(model_);
   SONATA_CHECK(vgg, "--pipeline-stages: the classification model is not a Vgg");
   return vgg->pipeline_layers();
 }
 
-PipeValue ClassTask::pipeline_input(const HostBatch& batch, Device device) {
+LayerValue ClassTask::pipeline_input(const HostBatch& batch, Device device) {
   return {model_input(batch, device), Tensor()};
 }
 
-Tensor ClassTask::pipeline_loss(const PipeValue& output, const std::vector<Tensor>& batch_tensors,
+Tensor ClassTask::pipeline_loss(const LayerValue& output, const std::vector<Tensor>& batch_tensors,
                                 Device device) {
   return cross_entropy(cast(output.x, DType::f32), batch_tensors[1].to(device, true));
 }

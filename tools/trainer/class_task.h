@@ -71,9 +71,9 @@ class ClassTask : public Task {
   std::string describe() const override;
   const char* item_name() const override { return "img"; }
   DataReport data_report() const override;
-  PipelineLayers pipeline_layers() override;
-  PipeValue pipeline_input(const HostBatch& batch, Device device) override;
-  Tensor pipeline_loss(const PipeValue& output, const std::vector<Tensor>& batch_tensors,
+  LayerSequence pipeline_layers() override;
+  LayerValue pipeline_input(const HostBatch& batch, Device device) override;
+  Tensor pipeline_loss(const LayerValue& output, const std::vector<Tensor>& batch_tensors,
                        Device device) override;
 
  private:

@@ -64,7 +64,7 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
   stage_group_ = world_->split(replica_, stage_index_);
   if (replica_count_ > 1) replica_group_ = world_->split(stage_index_, replica_);
 
-  PipelineLayers layers = task.pipeline_layers();
+  LayerSequence layers = task.pipeline_layers();
   SONATA_CHECK(layers.size() >= size_t(stage_count_), "--pipeline-stages ", stage_count_,
                ": the model has only ", layers.size(), " layers to cut into stages");
   std::vector<LayerRange> ranges;
@@ -121,7 +121,7 @@ std::string PipelineParallel::describe() const {
 }
 
 PipelineStepResult PipelineParallel::step(const std::vector<HostBatch>& batches, Device device) {
-  std::vector<PipeValue> inputs;
+  std::vector<LayerValue> inputs;
   std::vector<std::vector<Tensor>> targets;
   for (const HostBatch& batch : batches) {
     if (stage_->is_first()) inputs.push_back(task_.pipeline_input(batch, device));

@@ -478,17 +478,17 @@ std::string SpeechTask::describe() const {
   return text;
 }
 
-PipelineLayers SpeechTask::pipeline_layers() {
+LayerSequence SpeechTask::pipeline_layers() {
   return model_->pipeline_layers();
 }
 
-PipeValue SpeechTask::pipeline_input(const HostBatch& batch, Device device) {
+LayerValue SpeechTask::pipeline_input(const HostBatch& batch, Device device) {
   return {model_input(batch, device), batch.tensors[1]};
 }
 
 // The layers end in log_softmax (as forward()), so this is ctc_loss, not the fused
 // ctc_loss_from_logits of loss(): equal up to rounding.
-Tensor SpeechTask::pipeline_loss(const PipeValue& output, const std::vector<Tensor>& batch_tensors,
+Tensor SpeechTask::pipeline_loss(const LayerValue& output, const std::vector<Tensor>& batch_tensors,
                                  Device) {
   return ctc_loss(output.x, batch_tensors[2], output.lengths, batch_tensors[3], ctc_options());
 }

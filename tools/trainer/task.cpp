@@ -5,15 +5,15 @@
 namespace sonata {
 
 // The defaults of the pipeline hooks: a task whose model has no layer sequence.
-PipelineLayers Task::pipeline_layers() {
+LayerSequence Task::pipeline_layers() {
   throw Error("--pipeline-stages: this task's model cannot be cut into pipeline stages");
 }
 
-PipeValue Task::pipeline_input(const HostBatch&, Device) {
+LayerValue Task::pipeline_input(const HostBatch&, Device) {
   throw Error("--pipeline-stages: this task has no pipeline input");
 }
 
-Tensor Task::pipeline_loss(const PipeValue&, const std::vector<Tensor>&, Device) {
+Tensor Task::pipeline_loss(const LayerValue&, const std::vector<Tensor>&, Device) {
   throw Error("--pipeline-stages: this task has no pipeline loss");
 }
 

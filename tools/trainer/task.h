@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/pipeline/pipeline_layer.h"
+#include "engine/nn/layer_sequence.h"
 #include "data/loader/batch_loader.h"
 #include "engine/nn/module.h"
 #include "engine/tensor.h"
@@ -75,9 +75,9 @@ class Task {
   // input to the first layer, and the loss of the last layer's output for that batch (its
   // host tensors as prepare() made them): together the same computation as loss(). The
   // defaults throw: a task that cannot be cut into stages says so.
-  virtual PipelineLayers pipeline_layers();
-  virtual PipeValue pipeline_input(const HostBatch& batch, Device device);
-  virtual Tensor pipeline_loss(const PipeValue& output, const std::vector<Tensor>& batch_tensors,
+  virtual LayerSequence pipeline_layers();
+  virtual LayerValue pipeline_input(const HostBatch& batch, Device device);
+  virtual Tensor pipeline_loss(const LayerValue& output, const std::vector<Tensor>& batch_tensors,
                                Device device);
 };
 

@@ -115,7 +115,7 @@ class Run {
   // data wait); on a GPU the next batch's copy starts behind it.
   HostBatch next_batch(size_t index, size_t count);
   // --pipeline-stages: the last stage's loss of one micro-batch, tracked and scaled.
-  Tensor pipeline_micro_batch_loss(const PipeValue& output, const std::vector<Tensor>& tensors);
+  Tensor pipeline_micro_batch_loss(const LayerValue& output, const std::vector<Tensor>& tensors);
   void track_loss(const Tensor& loss);
   void optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches);
   void log_point(int64_t epoch, int64_t step_in_epoch);
@@ -231,7 +231,7 @@ TrainResult Run::train() {
   scaler_ = std::make_unique<LossScaler>(device_, scaling);
   if (o_.pipeline_stages > 1)
     pipeline_ = std::make_unique<PipelineParallel>(
-        o_, task_, group_, device_, [this](const PipeValue& output, const std::vector<Tensor>& t) {
+        o_, task_, group_, device_, [this](const LayerValue& output, const std::vector<Tensor>& t) {
           return pipeline_micro_batch_loss(output, t);
         });
   // Data-parallel shards: every rank's, or under a pipeline every replica's.
@@ -406,7 +406,7 @@ HostBatch Run::next_batch(size_t index, size_t count) {
   return batch;
 }
 
-Tensor Run::pipeline_micro_batch_loss(const PipeValue& output, const std::vector<Tensor>& tensors) {
+Tensor Run::pipeline_micro_batch_loss(const LayerValue& output, const std::vector<Tensor>& tensors) {
   const Tensor loss = task_.pipeline_loss(output, tensors, device_);
   track_loss(loss.detach());
   return scaler_->scale(loss);

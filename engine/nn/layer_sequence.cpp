@@ -1,12 +1,12 @@
-#include "comm/pipeline/layer_utils.h"
+#include "engine/nn/layer_sequence.h"
 
 #include "base/error.h"
 
 namespace sonata {
 namespace {
 
-void check_range(const PipelineLayers& layers, LayerRange range) {
-  SONATA_CHECK(range.begin <= range.end && range.end <= layers.size(), "pipeline: layers [",
+void check_range(const LayerSequence& layers, LayerRange range) {
+  SONATA_CHECK(range.begin <= range.end && range.end <= layers.size(), "layers [",
                range.begin, ", ", range.end, ") lie outside the model's ", layers.size(),
                " layers");
 }
@@ -17,7 +17,7 @@ void append_prefixed(const std::string& prefix, const NamedTensors& tensors, Nam
 
 }  // namespace
 
-NamedTensors layer_parameters(const PipelineLayers& layers, LayerRange range) {
+NamedTensors layer_parameters(const LayerSequence& layers, LayerRange range) {
   check_range(layers, range);
   NamedTensors out;
   for (size_t i = range.begin; i < range.end; ++i)
@@ -26,7 +26,7 @@ NamedTensors layer_parameters(const PipelineLayers& layers, LayerRange range) {
   return out;
 }
 
-NamedTensors layer_state_dict(const PipelineLayers& layers, LayerRange range) {
+NamedTensors layer_state_dict(const LayerSequence& layers, LayerRange range) {
   check_range(layers, range);
   NamedTensors out;
   for (size_t i = range.begin; i < range.end; ++i)
@@ -35,7 +35,7 @@ NamedTensors layer_state_dict(const PipelineLayers& layers, LayerRange range) {
   return out;
 }
 
-std::vector<double> layer_parameter_bytes(const PipelineLayers& layers) {
+std::vector<double> layer_parameter_bytes(const LayerSequence& layers) {
   std::vector<double> bytes;
   for (size_t i = 0; i < layers.size(); ++i) {
     double total = 0;
@@ -46,7 +46,7 @@ std::vector<double> layer_parameter_bytes(const PipelineLayers& layers) {
   return bytes;
 }
 
-PipeValue run_layers(const PipelineLayers& layers, LayerRange range, PipeValue value) {
+LayerValue run_layers(const LayerSequence& layers, LayerRange range, LayerValue value) {
   check_range(layers, range);
   for (size_t i = range.begin; i < range.end; ++i) value = layers[i].forward(value);
   return value;
