@@ -7,6 +7,7 @@
 #include "comm/pipeline/micro_batch.h"
 #include "comm/pipeline/transfer.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/nn/release.h"
 #include "engine/ops.h"
 
 namespace sonata {
@@ -18,8 +19,8 @@ using Clock = std::chrono::steady_clock;
 struct InFlight {
   LayerValue input;   // a leaf that requires grad, except on the first stage
   LayerValue output;  // sent downstream (kept until the send is done and backward has run)
-  Tensor loss;       // the last stage's loss / M
-  Tensor grad;       // the received gradient of `output.x`
+  Tensor loss;        // the last stage's loss / M
+  Tensor grad;        // the received gradient of `output.x`
   std::shared_ptr<Work> grad_work;
   bool forward_done = false;
 };
@@ -44,6 +45,26 @@ std::vector<Tensor> PipelineStage::parameters() const {
   std::vector<Tensor> out;
   for (auto& [name, tensor] : named_parameters()) out.push_back(tensor);
   return out;
+}
+
+NamedTensors PipelineStage::other_stages_state() const {
+  const NamedTensors mine = state_dict();
+  auto is_mine = [&](const Tensor& tensor) {
+    for (const auto& [name, own] : mine)
+      if (own.same(tensor)) return true;
+    return false;
+  };
+  NamedTensors others;
+  for (size_t s = 0; s < ranges_.size(); ++s) {
+    if (int(s) == stage_) continue;
+    for (auto& [name, tensor] : layer_state_dict(layers_, ranges_[s]))
+      if (!is_mine(tensor)) others.emplace_back(name, tensor);
+  }
+  return others;
+}
+
+void PipelineStage::release_other_stages() const {
+  release_storage(other_stages_state());
 }
 
 Pipeline::Pipeline(std::shared_ptr<ProcessGroup> group, std::shared_ptr<PipelineStage> stage,

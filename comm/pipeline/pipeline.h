@@ -26,10 +26,10 @@
 #include <memory>
 #include <vector>
 
-#include "engine/nn/layer_sequence.h"
 #include "comm/pipeline/schedule.h"
 #include "comm/process_group.h"
 #include "comm/reducer.h"
+#include "engine/nn/layer_sequence.h"
 
 namespace sonata {
 
@@ -50,6 +50,11 @@ class PipelineStage {
   NamedTensors named_parameters() const { return layer_parameters(layers_, range()); }
   std::vector<Tensor> parameters() const;
   NamedTensors state_dict() const { return layer_state_dict(layers_, range()); }
+  // The other stages' parameters and buffers (those this stage shares left out).
+  NamedTensors other_stages_state() const;
+  // Frees the storage of other_stages_state() (engine/nn/release.h), so that this process
+  // holds only its stage's weights; their handles stay valid and can be filled again.
+  void release_other_stages() const;
 
   LayerValue forward(const LayerValue& input) const { return run_layers(layers_, range(), input); }
 

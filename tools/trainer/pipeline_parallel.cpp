@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "comm/pipeline/partition.h"
 #include "comm/pipeline/stage_state.h"
+#include "engine/autograd/grad_mode.h"
 #include "engine/optim/clip_grad.h"
 
 namespace sonata {
@@ -40,6 +41,11 @@ int64_t state_index(const std::string& name) {
   if (name.rfind("state.", 0) != 0) return -1;
   const size_t dot = name.find('.', 6);
   return dot == std::string::npos ? -1 : std::stoll(name.substr(6, dot - 6));
+}
+
+// "state.<i>.<what>" as "state.<index>.<what>".
+std::string renumbered(const std::string& name, int64_t index) {
+  return str("state.", index, name.substr(name.find('.', 6)));
 }
 
 constexpr const char* kScalarPrefix = "scalar:";
@@ -102,6 +108,8 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
     SONATA_CHECK(found != owner.end(), "--pipeline-stages: the model's '", name,
                  "' belongs to none of its pipeline layers");
     state_owner_.push_back(found->second);
+    state_names_.push_back(name);
+    state_shapes_.push_back(tensor.shape());
   }
 
   stage_ = std::make_shared<PipelineStage>(std::move(layers), ranges, stage_index_);
@@ -120,7 +128,74 @@ std::string PipelineParallel::describe() const {
              replica_count_ > 1 ? str(", x ", replica_count_, " data-parallel replicas") : "");
 }
 
+std::vector<ParamGroup> PipelineParallel::stage_param_groups(const std::vector<ParamGroup>& whole) {
+  const std::vector<Tensor> mine = parameters();
+  auto is_mine = [&](const Tensor& param) {
+    return std::any_of(mine.begin(), mine.end(), [&](const Tensor& p) { return p.same(param); });
+  };
+  optimizer_index_.clear();
+  whole_group_sizes_.clear();
+  stage_group_sizes_.clear();
+  std::vector<ParamGroup> groups;
+  int64_t index = 0;
+  for (const ParamGroup& group : whole) {
+    ParamGroup stage_group{{}, group.options};
+    for (const Tensor& param : group.params) {
+      if (is_mine(param)) {
+        stage_group.params.push_back(param);
+        optimizer_index_.push_back(index);
+      }
+      ++index;
+    }
+    whole_group_sizes_.push_back(group.params.size());
+    stage_group_sizes_.push_back(stage_group.params.size());
+    groups.push_back(std::move(stage_group));
+  }
+  return groups;
+}
+
+OptimizerState PipelineParallel::stage_optimizer_state(const OptimizerState& whole) const {
+  std::map<int64_t, int64_t> local;  // the whole model's index -> this stage's
+  for (size_t k = 0; k < optimizer_index_.size(); ++k) local[optimizer_index_[k]] = int64_t(k);
+  OptimizerState out;
+  for (const auto& [name, value] : whole.scalars) {
+    const int64_t index = state_index(name);
+    if (index < 0) {
+      out.scalars[name] = value;
+    } else if (const auto found = local.find(index); found != local.end()) {
+      out.scalars[renumbered(name, found->second)] = value;
+    }
+  }
+  for (size_t g = 0; g < stage_group_sizes_.size(); ++g)
+    if (whole.scalars.count(str("param_groups.", g, ".params")))
+      out.scalars[str("param_groups.", g, ".params")] = double(stage_group_sizes_[g]);
+  for (const auto& [name, tensor] : whole.tensors)
+    if (const auto found = local.find(state_index(name)); found != local.end())
+      out.tensors.emplace_back(renumbered(name, found->second), tensor);
+  return out;
+}
+
+void PipelineParallel::start_training() {
+  if (replica_group_) {
+    // Replica 0's stage on every replica (all build and resume alike; this makes sure).
+    for (const auto& [name, tensor] : stage_->state_dict()) {
+      Tensor staged = tensor.detach().contiguous().to(replica_group_->device());
+      replica_group_->broadcast(staged, 0)->synchronize();
+      NoGradGuard no_grad;
+      Tensor(tensor).copy_(staged.to(tensor.device()));
+    }
+  }
+  release_other_stages();
+}
+
+void PipelineParallel::release_other_stages() {
+  if (released_) return;
+  stage_->release_other_stages();
+  released_ = true;
+}
+
 PipelineStepResult PipelineParallel::step(const std::vector<HostBatch>& batches, Device device) {
+  release_other_stages();  // after an evaluation or the like filled them
   std::vector<LayerValue> inputs;
   std::vector<std::vector<Tensor>> targets;
   for (const HostBatch& batch : batches) {
@@ -155,6 +230,9 @@ void PipelineParallel::sync_model() {
                state.size(), " entries, its pipeline stages ", state_owner_.size());
   for (size_t k = 0; k < state.size(); ++k) {
     Tensor tensor = state[k].second;
+    // A released entry gets storage again (then the broadcast fills it).
+    if (tensor.shape() != state_shapes_[k])
+      tensor.set_data(empty(state_shapes_[k], tensor.options()));
     if (tensor.device() == world_->device() && tensor.is_contiguous()) {
       world_->broadcast(tensor, state_owner_[k])->synchronize();
     } else {
@@ -163,35 +241,50 @@ void PipelineParallel::sync_model() {
       tensor.copy_(staged.to(tensor.device()));
     }
   }
+  released_ = false;
+}
+
+NamedTensors PipelineParallel::gather_model_state() const {
+  if (replica_ != 0) return {};
+  const NamedTensors gathered = gather_state_dict(*stage_group_, stage_->state_dict());
+  if (world_->rank() != 0) return {};
+  // One process's order (the stages' layers may list their state in another).
+  std::map<std::string, Tensor> by_name(gathered.begin(), gathered.end());
+  NamedTensors state;
+  for (const std::string& name : state_names_) {
+    const auto found = by_name.find(name);
+    SONATA_CHECK(found != by_name.end(), "--pipeline-stages: no stage holds the model's '", name,
+                 "'");
+    state.emplace_back(name, found->second);
+  }
+  return state;
 }
 
 OptimizerState PipelineParallel::gather_optimizer_state(const Optimizer& optimizer) const {
   if (replica_ != 0) return {};
-  // The optimizer numbers the parameters across its groups; this stage owns some of them.
-  std::set<const void*> mine;
-  for (const Tensor& param : parameters()) mine.insert(param.data_ptr());
-  std::vector<bool> owned;
-  for (const ParamGroup& group : optimizer.param_groups())
-    for (const Tensor& param : group.params) owned.push_back(mine.count(param.data_ptr()) > 0);
-  auto is_mine = [&](const std::string& name) {
-    const int64_t index = state_index(name);
-    return index >= 0 && size_t(index) < owned.size() && owned[size_t(index)];
+  // This stage's optimizer numbers its own parameters: entries travel under the whole
+  // model's indices.
+  SONATA_CHECK(optimizer_index_.size() == parameters().size(),
+               "--pipeline-stages: the optimizer was not built over stage_param_groups()");
+  auto whole_name = [&](const std::string& name) {
+    return renumbered(name, optimizer_index_.at(size_t(state_index(name))));
   };
-
   const OptimizerState local = optimizer.state_dict();
   NamedTensors entries;
-  for (const auto& [name, tensor] : local.tensors)
-    if (is_mine(name)) entries.emplace_back(name, tensor);
+  for (const auto& [name, tensor] : local.tensors) entries.emplace_back(whole_name(name), tensor);
   // Per-parameter scalars (Adam's step) travel as one-element tensors.
   const TensorOptions f64 = TensorOptions{}.with(DType::f64).with(stage_group_->device());
   for (const auto& [name, value] : local.scalars)
-    if (is_mine(name)) entries.emplace_back(kScalarPrefix + name, full({1}, value, f64));
+    if (state_index(name) >= 0)
+      entries.emplace_back(kScalarPrefix + whole_name(name), full({1}, value, f64));
   const NamedTensors gathered = gather_state_dict(*stage_group_, entries);
   if (world_->rank() != 0) return {};
 
   OptimizerState merged;
   for (const auto& [name, value] : local.scalars)
     if (state_index(name) < 0) merged.scalars[name] = value;  // the groups' options
+  for (size_t g = 0; g < whole_group_sizes_.size(); ++g)
+    merged.scalars[str("param_groups.", g, ".params")] = double(whole_group_sizes_[g]);
   const std::string prefix = kScalarPrefix;
   for (const auto& [name, tensor] : gathered) {
     if (name.rfind(prefix, 0) == 0)

@@ -5,11 +5,15 @@
 // the pipeline as its micro-batches, so a pipelined run computes what one process computes
 // with --accum-steps M; with D > 1 the reducer averages stage s's gradients over the replicas.
 //
-// Every rank keeps the whole model, but only its stage is trained there. Before an
-// evaluation or a checkpoint, sync_model() hands each stage's state from replica 0 to every
-// rank, so both run as in one process; checkpoints are the single-process ones (the
-// optimizer's state gathered from the stages under the whole model's parameter indices),
-// and a single-process checkpoint resumes into a pipeline as it is.
+// Every rank builds the whole model (one process's initialisation, so results stay equal),
+// then keeps only its stage: start_training() and every step release the other stages'
+// parameters and buffers (their handles stay, their storage goes), and the optimizer, built
+// over stage_param_groups(), holds this stage's state alone. Checkpoints stay the
+// single-process ones: gather_model_state() and gather_optimizer_state() assemble them on
+// world rank 0 under the whole model's names and parameter indices, and
+// stage_optimizer_state() turns one back into this stage's optimizer state. sync_model()
+// fills every rank's whole model again from replica 0's stages (evaluation, the end of a
+// run); the next step releases the other stages again.
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +47,18 @@ class PipelineParallel {
   // This stage's parameters: what the scaler, the clipping and the reducer see.
   std::vector<Tensor> parameters() const { return stage_->parameters(); }
 
+  // The optimizer's groups for this stage: `whole` (the whole model's, as one process builds
+  // them) with only this stage's parameters, every group kept (maybe empty) so that the
+  // groups number as in one process. Call once, before the other stages are released.
+  std::vector<ParamGroup> stage_param_groups(const std::vector<ParamGroup>& whole);
+  // A checkpoint's (one process's) optimizer state as this stage's optimizer numbers it:
+  // its parameters' entries, renumbered. Needs stage_param_groups() first.
+  OptimizerState stage_optimizer_state(const OptimizerState& whole) const;
+
+  // After the weights are final (built, resumed): replica 0's stages copied to the other
+  // replicas, and the other stages released.
+  void start_training();
+
   // One optimizer step's forwards and backwards: batches[m] is micro-batch m.
   PipelineStepResult step(const std::vector<HostBatch>& batches, Device device);
 
@@ -53,8 +69,13 @@ class PipelineParallel {
   void agree_found_inf(LossScaler& scaler);
   Tensor clip_global_norm(const std::vector<Tensor>& params, double max_norm);
 
-  // Every rank's whole model set to replica 0's stages (a collective over the world).
+  // Every rank's whole model set to replica 0's stages (a collective over the world); the
+  // released stages are filled again until the next step.
   void sync_model();
+  // The whole model's state_dict as one process holds it, as CPU copies on world rank 0 (a
+  // collective over the stage group of replica 0; other replicas return at once). Elsewhere:
+  // empty.
+  NamedTensors gather_model_state() const;
   // The optimizer's state as one process holds it, on world rank 0 (a collective over the
   // stage group of replica 0; other replicas return at once). Elsewhere: empty.
   OptimizerState gather_optimizer_state(const Optimizer& optimizer) const;
@@ -70,9 +91,19 @@ class PipelineParallel {
   std::unique_ptr<Reducer> reducer_;
   std::string partition_text_;
   PipelineSchedule schedule_;
-  // The whole model's state in state_dict order, with the world rank holding each entry.
-  NamedTensors model_state_;
+  // The whole model's state_dict names and shapes, with the world rank of replica 0 that
+  // holds each entry.
+  std::vector<std::string> state_names_;
+  std::vector<Shape> state_shapes_;
   std::vector<int> state_owner_;
+  bool released_ = false;  // the other stages' storage is given back
+  // This stage's optimizer parameter k is the whole model's optimizer_index_[k]; the whole
+  // model's optimizer groups hold whole_group_sizes_[g] parameters, this stage's
+  // stage_group_sizes_[g].
+  std::vector<int64_t> optimizer_index_;
+  std::vector<size_t> whole_group_sizes_, stage_group_sizes_;
+
+  void release_other_stages();
 };
 
 }  // namespace sonata

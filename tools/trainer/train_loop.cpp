@@ -41,11 +41,13 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& o, Module& model, double lr) {
+std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& o, Module& model, double lr,
+                                          PipelineParallel* pipeline) {
   std::vector<ParamGroup> groups =
       o.decay_norm_and_bias ? std::vector<ParamGroup>{ParamGroup{
                                   model.parameters(), {{"weight_decay", o.weight_decay}}}}
                             : weight_decay_groups(model, o.weight_decay);
+  if (pipeline) groups = pipeline->stage_param_groups(groups);  // this stage's parameters only
   if (o.optimizer == "sgd")
     return std::make_unique<SGD>(std::move(groups), SgdOptions{.lr = lr,
                                                                .momentum = o.momentum,
@@ -253,9 +255,9 @@ TrainResult Run::train() {
   schedule_in_steps_ = o_.schedule_unit == "steps";
   schedule_ =
       make_schedule(o_, peak_lr, schedule_in_steps_ ? double(total_steps_) : double(epochs_));
-  // Under a pipeline too the optimizer holds the whole model, so that its state numbers the
-  // parameters as one process does; only this stage's get gradients and steps.
-  optimizer_ = make_optimizer(o_, model_, peak_lr);
+  // Under a pipeline the optimizer holds this stage's parameters (PipelineParallel maps its
+  // state to one process's numbering and back).
+  optimizer_ = make_optimizer(o_, model_, peak_lr, pipeline_.get());
   parameters_ = pipeline_ ? pipeline_->parameters() : model_.parameters();
   if (!o_.checkpoint_dir.empty() && is_main())
     checkpoints_ = std::make_unique<CheckpointManager>(o_.checkpoint_dir, o_.keep_checkpoints,
@@ -269,8 +271,9 @@ TrainResult Run::train() {
       progress_.print(str("--resume auto: no checkpoint in ", o_.checkpoint_dir, " yet; starting"));
     } else {
       std::vector<std::string> notes;
-      start = restore_training_state(load_resume_checkpoint(path, o_, &source), o_, task_,
-                                     *optimizer_, *scaler_, &notes);
+      TrainingState loaded = load_resume_checkpoint(path, o_, &source);
+      if (pipeline_) loaded.optimizer = pipeline_->stage_optimizer_state(loaded.optimizer);
+      start = restore_training_state(loaded, o_, task_, *optimizer_, *scaler_, &notes);
       progress_.print(str("resumed from ", source.folder, " at step ", start.step, " (epoch ",
                           start.epoch + 1, ", batch ", start.batch, ")"));
       for (const std::string& skipped : source.skipped)
@@ -289,8 +292,8 @@ TrainResult Run::train() {
   }
   step_ = first_step_ = start.step;
   if (pipeline_) {
-    // After the weights are final: replica 0's stages replace every rank's copy.
-    pipeline_->sync_model();
+    // After the weights are final: replica 0's stages on every replica, the others released.
+    pipeline_->start_training();
     progress_.print(str("pipeline parallel: ", pipeline_->describe(), "; this process runs stage ",
                         pipeline_->stage(), " of replica ", pipeline_->replica()));
   } else if (group_) {
@@ -587,13 +590,15 @@ void Run::save_checkpoint(const TrainPosition& position, std::optional<double> m
   if (!pipeline_ && !checkpoints_) return;
   last_saved_step_ = position.step;
   std::optional<OptimizerState> gathered;
+  NamedTensors gathered_model;
   if (pipeline_) {
-    pipeline_->sync_model();
+    gathered_model = pipeline_->gather_model_state();
     gathered = pipeline_->gather_optimizer_state(*optimizer_);
     if (!checkpoints_) return;
   }
   TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
   if (gathered) state.optimizer = std::move(*gathered);
+  if (pipeline_) state.model = std::move(gathered_model);
   result_.last_checkpoint = checkpoints_->save(state, position.step, metric);
   metrics_.write(
       {{"event", "checkpoint"}, {"step", position.step}, {"path", result_.last_checkpoint}});
