@@ -1,16 +1,21 @@
 // Parallel strategies for one model, side by side: one process, data parallel, naive model
 // parallel (stages, one micro-batch), pipelines (GPipe and 1F1B over M micro-batches) and,
 // when the world allows, hybrid data x pipeline (2 stages per replica). Every strategy trains
-// the same global batch per step (SGD), so items/s compare directly. Run under mpirun:
+// the same global batch per step (SGD or --optimizer adamw), so items/s compare directly.
+// Run under mpirun:
 //   mpirun -np 2 build/bench_parallel [--device cuda] [--width 1] [--micro-batches 8]
-// Rank 0 prints one JSON line per strategy, then a markdown table:
+// Rank 0 prints one JSON line per strategy (--json: only those), then a markdown table
+// (--table: only that):
 //   {"work": "parallel", "model": "vgg19_bn", "strategy": "pipeline", "schedule": "1f1b",
-//    "devices": 2, "stages": 2, "replicas": 1, "micro_batches": 4, "batch": 32,
-//    "step_ms": ..., "epoch_s": ..., "items_per_s": ..., "peak_mem_mb": ...,
-//    "bubble_measured": ..., "bubble_ideal": ...}
+//    "world": 2, "devices": 2, "stages": 2, "replicas": 1, "micro_batches": 4, "batch": 32,
+//    "step_ms": ..., "epoch_s": ..., "items_per_s": ..., "peak_mem_mib": ...,
+//    "state_mib": ..., "bubble_measured": ..., "bubble_ideal": ...}
 // step time: the slowest rank's mean over --steps timed steps after --warmup; epoch: step
 // time x ceil(--epoch-items / batch); peak memory: the largest of the ranks' allocator peaks
-// during the timed steps; measured bubble: the ranks' mean share of the step spent blocked
+// during the timed steps; state: the largest of the ranks' parameter, gradient and optimizer
+// state bytes after the timed steps (a pipeline stage keeps only its own layers' weights:
+// the other stages' are released once it is built); measured bubble: the ranks' mean share
+// of the step spent blocked
 // on receives and sends (pipelines: idling for a neighbour, stage imbalance included),
 // against the ideal (S - 1) / (M + S - 1). Stages are balanced by each layer's forward and
 // backward time measured once on rank 0 (--balance time), or by parameter bytes. Global
@@ -22,7 +27,7 @@
 // there on --eval-items held-out images of another seed: the lines gain "epochs",
 // "train_s" (the slowest rank's wall time of the N epochs) and "final_accuracy", the table
 // two columns. The timed steps follow the training. SGD: --lr 0.01, no momentum; with
-// --epochs, 0.02 and momentum 0.9 unless given.
+// --epochs, 0.02 and momentum 0.9 unless given. AdamW: --lr 1e-3, weight decay 0.01.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -43,8 +48,10 @@
 #include "engine/allocator.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/device.h"
+#include "engine/nn/release.h"
 #include "engine/nn/state_dict.h"
 #include "engine/ops/loss.h"
+#include "engine/optim/adamw.h"
 #include "engine/optim/sgd.h"
 #include "engine/random.h"
 #include "models/vgg.h"
@@ -64,6 +71,8 @@ struct Options {
   int epochs = 0;                // 0: timed steps only
   int64_t eval_items = 512;
   std::optional<double> lr, momentum;  // SGD's; defaults below
+  std::string optimizer = "sgd";       // sgd | adamw
+  bool json_only = false, table_only = false;
 };
 
 // Plain SGD at 0.01 for the timed steps alone; with --epochs, 0.02 and momentum 0.9, which
@@ -75,10 +84,27 @@ SgdOptions sgd_options(const Options& o) {
   return options;
 }
 
+// The optimizer every strategy steps its (stage's) parameters with.
+std::unique_ptr<Optimizer> make_optimizer(const Options& o, std::vector<Tensor> params) {
+  if (o.optimizer == "adamw")
+    return std::make_unique<AdamW>(std::move(params),
+                                   AdamOptions{.lr = o.lr.value_or(1e-3), .weight_decay = 0.01});
+  return std::make_unique<SGD>(std::move(params), sgd_options(o));
+}
+
+// This rank's training state: its parameters (released ones hold nothing), their gradients
+// and the optimizer's buffers.
+int64_t state_bytes(const Module& model, const Optimizer& optimizer) {
+  int64_t bytes = named_tensor_bytes(optimizer.state_dict().tensors);
+  for (const auto& [name, param] : model.named_parameters())
+    bytes += tensor_bytes(param) + tensor_bytes(param.grad());
+  return bytes;
+}
+
 struct Row {
   std::string strategy, schedule = "-";
   int devices = 1, stages = 1, replicas = 1, micro_batches = 1;
-  double step_s = 0, peak_mb = 0, bubble = -1, ideal = -1;
+  double step_s = 0, peak_mb = 0, state_mb = 0, bubble = -1, ideal = -1;
   double train_s = -1, accuracy = -1;  // --epochs only
 };
 
@@ -150,7 +176,7 @@ double reduce_value(ProcessGroup& group, double value, bool maximum) {
 // Runs `step` --warmup then --steps times on every rank (`active` ranks only do work) and
 // fills the row's step time and memory; `step` returns the share of it spent waiting.
 void measure(const Options& o, ProcessGroup& world, bool active, Row& row,
-             const std::function<double()>& step) {
+             const std::function<double()>& step, const std::function<int64_t()>& state) {
   for (int i = 0; i < o.warmup && active; ++i) step();
   device_synchronize(o.device);  // timing only, outside the steps
   world.barrier()->synchronize();
@@ -163,6 +189,7 @@ void measure(const Options& o, ProcessGroup& world, bool active, Row& row,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / o.steps;
   row.step_s = reduce_value(world, active ? seconds : 0.0, true);
   row.peak_mb = reduce_value(world, active ? peak_mb(o.device) : 0.0, true);
+  row.state_mb = reduce_value(world, active ? double(state()) / double(1 << 20) : 0.0, true);
   if (row.bubble >= 0) row.bubble = reduce_value(world, waited / o.steps / seconds, false);
 }
 
@@ -228,17 +255,19 @@ Row run_single(const Options& o, ProcessGroup& world, const TrainingSets* sets) 
   Row row{"single"};
   const bool active = world.rank() == 0;
   auto model = make_model(o);
-  SGD optimizer(model->parameters(), sgd_options(o));
+  const auto optimizer = make_optimizer(o, model->parameters());
   const Batch batch = make_batch(o, o.batch);
   const Step step = [&](const Tensor& x, const Tensor& labels) {
-    optimizer.zero_grad();
+    optimizer->zero_grad();
     cross_entropy(model->forward(x), labels).backward();
-    optimizer.step();
+    optimizer->step();
     return 0.0;
   };
   train_and_evaluate(
       o, world, sets, active, {0, o.batch}, step, [&] { return rank0_state(world, *model); }, row);
-  measure(o, world, active, row, [&] { return step(batch.x, batch.labels); });
+  measure(
+      o, world, active, row, [&] { return step(batch.x, batch.labels); },
+      [&] { return state_bytes(*model, *optimizer); });
   return row;
 }
 
@@ -247,7 +276,7 @@ Row run_data_parallel(const Options& o, const std::shared_ptr<ProcessGroup>& wor
   Row row{"data parallel"};
   row.devices = row.replicas = world->world_size();
   auto model = make_model(o);
-  SGD optimizer(model->parameters(), sgd_options(o));
+  const auto optimizer = make_optimizer(o, model->parameters());
   Reducer reducer(model->named_parameters(), world);
   const int64_t rows = o.batch / world->world_size();
   const Batch batch = make_batch(o, rows);
@@ -255,13 +284,15 @@ Row run_data_parallel(const Options& o, const std::shared_ptr<ProcessGroup>& wor
     reducer.prepare_for_backward();
     cross_entropy(model->forward(x), labels).backward();
     reducer.finish();
-    optimizer.step();
+    optimizer->step();
     return 0.0;
   };
   train_and_evaluate(
       o, *world, sets, true, {world->rank() * rows, rows}, step,
       [&] { return rank0_state(*world, *model); }, row);
-  measure(o, *world, true, row, [&] { return step(batch.x, batch.labels); });
+  measure(
+      o, *world, true, row, [&] { return step(batch.x, batch.labels); },
+      [&] { return state_bytes(*model, *optimizer); });
   return row;
 }
 
@@ -303,13 +334,15 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
         return cross_entropy(out.x, targets[0]);
       },
       PipelineOptions{schedule, micro_batches});
-  SGD optimizer(stage->parameters(), sgd_options(o));
+  // This rank keeps only its stage's weights (built whole, as one process builds them).
+  stage->release_other_stages();
+  const auto optimizer = make_optimizer(o, stage->parameters());
   std::unique_ptr<Reducer> reducer;
   if (replicas > 1) reducer = std::make_unique<Reducer>(stage->named_parameters(), replica_group);
   const Step step = [&](const Tensor& x, const Tensor& labels) {
-    if (!reducer) optimizer.zero_grad();
+    if (!reducer) optimizer->zero_grad();
     const PipelineStepResult result = pipeline.step({x, Tensor()}, {labels}, reducer.get());
-    optimizer.step();
+    optimizer->step();
     return result.wait_seconds;
   };
   // Replica 0's stages gather on world rank 0 (its stage 0); the other replicas' gathers
@@ -318,7 +351,9 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
   train_and_evaluate(
       o, world, sets, true, {replica * rows, rows}, step,
       [&] { return gather_state_dict(*stage_group, stage->state_dict()); }, row);
-  measure(o, world, true, row, [&] { return step(batch.x, batch.labels); });
+  measure(
+      o, world, true, row, [&] { return step(batch.x, batch.labels); },
+      [&] { return state_bytes(*model, *optimizer); });
   return row;
 }
 
@@ -329,17 +364,19 @@ std::string fixed(double value, int digits) {
   return text;
 }
 
-void print_json(const Options& o, const Row& r, const std::string& backend) {
+void print_json(const Options& o, const Row& r, const std::string& backend, int world) {
   const double epoch_s = r.step_s * std::ceil(double(o.epoch_items) / double(o.batch));
   std::printf(
       "{\"work\": \"parallel\", \"model\": \"vgg19_bn\", \"width\": %g, \"backend\": \"%s\", "
-      "\"strategy\": \"%s\", \"schedule\": \"%s\", \"devices\": %d, \"stages\": %d, "
-      "\"replicas\": %d, \"micro_batches\": %d, \"batch\": %lld, \"step_ms\": %.3f, "
-      "\"epoch_s\": %.3f, \"items_per_s\": %.2f, \"peak_mem_mb\": %.2f, "
-      "\"bubble_measured\": %s, \"bubble_ideal\": %s",
-      o.width, backend.c_str(), r.strategy.c_str(), r.schedule.c_str(), r.devices, r.stages,
-      r.replicas, r.micro_batches, static_cast<long long>(o.batch), r.step_s * 1e3, epoch_s,
-      double(o.batch) / r.step_s, r.peak_mb, r.bubble < 0 ? "null" : fixed(r.bubble, 4).c_str(),
+      "\"optimizer\": \"%s\", \"strategy\": \"%s\", \"schedule\": \"%s\", \"world\": %d, "
+      "\"devices\": %d, \"stages\": %d, \"replicas\": %d, \"micro_batches\": %d, "
+      "\"batch\": %lld, \"step_ms\": %.3f, \"epoch_s\": %.3f, \"items_per_s\": %.2f, "
+      "\"peak_mem_mib\": %.2f, \"state_mib\": %.3f, \"bubble_measured\": %s, "
+      "\"bubble_ideal\": %s",
+      o.width, backend.c_str(), o.optimizer.c_str(), r.strategy.c_str(), r.schedule.c_str(), world,
+      r.devices, r.stages, r.replicas, r.micro_batches, static_cast<long long>(o.batch),
+      r.step_s * 1e3, epoch_s, double(o.batch) / r.step_s, r.peak_mb, r.state_mb,
+      r.bubble < 0 ? "null" : fixed(r.bubble, 4).c_str(),
       r.ideal < 0 ? "null" : fixed(r.ideal, 4).c_str());
   if (o.epochs > 0)
     std::printf(", \"epochs\": %d, \"train_s\": %.3f, \"final_accuracy\": %.4f", o.epochs,
@@ -352,15 +389,16 @@ void print_table(const Options& o, const std::vector<Row>& rows) {
   const bool trained = o.epochs > 0;
   std::printf(
       "\n| strategy | schedule | devices | stages x replicas | M | step (ms) | epoch (s) | "
-      "items/s | peak mem / device (MiB) | bubble measured | bubble ideal |%s\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|%s\n",
+      "items/s | peak mem / device (MiB) | state / device (MiB) | bubble measured | "
+      "bubble ideal |%s\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|%s\n",
       trained ? " train (s) | final accuracy |" : "", trained ? "---|---|" : "");
   for (const Row& r : rows) {
     const double epoch_s = r.step_s * std::ceil(double(o.epoch_items) / double(o.batch));
-    std::printf("| %s | %s | %d | %d x %d | %d | %.1f | %.2f | %.1f | %.1f | %s | %s |",
+    std::printf("| %s | %s | %d | %d x %d | %d | %.1f | %.2f | %.1f | %.1f | %.2f | %s | %s |",
                 r.strategy.c_str(), r.schedule.c_str(), r.devices, r.stages, r.replicas,
                 r.micro_batches, r.step_s * 1e3, epoch_s, double(o.batch) / r.step_s, r.peak_mb,
-                fixed(r.bubble, 3).c_str(), fixed(r.ideal, 3).c_str());
+                r.state_mb, fixed(r.bubble, 3).c_str(), fixed(r.ideal, 3).c_str());
     if (trained) std::printf(" %.1f | %.3f |", r.train_s, r.accuracy);
     std::printf("\n");
   }
@@ -396,11 +434,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--lr", o.lr, "SGD learning rate [0.01; with --epochs 0.02]");
   app.add_option("--momentum", o.momentum, "SGD momentum [0; with --epochs 0.9]");
+  app.add_option("--optimizer", o.optimizer, "sgd | adamw (lr 1e-3, weight decay 0.01)")
+      ->capture_default_str();
+  app.add_flag("--json", o.json_only, "print only the JSON lines");
+  app.add_flag("--table", o.table_only, "print only the markdown table");
   CLI11_PARSE(app, argc, argv);
   try {
     o.device = Device::parse(device_name);
     SONATA_CHECK(o.balance == "params" || o.balance == "time", "bench_parallel: --balance '",
                  o.balance, "' must be params or time");
+    SONATA_CHECK(o.optimizer == "sgd" || o.optimizer == "adamw", "bench_parallel: --optimizer '",
+                 o.optimizer, "' must be sgd or adamw");
+    SONATA_CHECK(!(o.json_only && o.table_only), "bench_parallel: --json and --table exclude ",
+                 "each other (without either it prints both)");
     SONATA_CHECK(o.steps > 0 && o.warmup >= 0 && o.micro_batches > 0 && o.epochs >= 0,
                  "bench_parallel: --steps and --micro-batches must be positive, --warmup and "
                  "--epochs not negative");
@@ -435,8 +481,9 @@ int main(int argc, char** argv) {
                                     o.micro_batches, W / 2));
     }
     if (world->rank() == 0) {
-      for (const Row& row : rows) print_json(o, row, world->backend());
-      print_table(o, rows);
+      if (!o.table_only)
+        for (const Row& row : rows) print_json(o, row, world->backend(), W);
+      if (!o.json_only) print_table(o, rows);
     }
     world.reset();
     finalize();
