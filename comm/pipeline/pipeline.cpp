@@ -94,6 +94,26 @@ PipelineStepResult Pipeline::step(const LayerValue& batch, const std::vector<Ten
   return step_micro_batches(M, inputs, micro_targets, reducer);
 }
 
+void Pipeline::forward_only(int64_t count, const std::function<LayerValue(int64_t)>& input,
+                            const std::function<void(int64_t, const LayerValue&)>& take) {
+  NoGradGuard no_grad;
+  const int s = stage_->index();
+  // One batch in flight: tags can repeat (every message of a batch is matched before the
+  // next batch's are posted), which keeps them below the state exchanges' (stage_state.cpp).
+  constexpr int64_t kTagCycle = 1000;
+  for (int64_t b = 0; b < count; ++b) {
+    const int tag_batch = int(b % kTagCycle);
+    const LayerValue value =
+        stage_->is_first() ? input(b) : recv_value(*group_, s - 1, tag_batch, nullptr);
+    const LayerValue output = stage_->forward(value);
+    if (stage_->is_last()) {
+      take(b, output);
+    } else {
+      for (const auto& work : send_value(*group_, output, s + 1, tag_batch)) work->synchronize();
+    }
+  }
+}
+
 PipelineStepResult Pipeline::step_micro_batches(int micro_batches,
                                                 const std::vector<LayerValue>& inputs,
                                                 const std::vector<std::vector<Tensor>>& targets,

@@ -98,6 +98,12 @@ class Pipeline {
                                         const std::vector<std::vector<Tensor>>& targets,
                                         Reducer* reducer = nullptr);
 
+  // Forward passes alone (evaluation; a collective over the stage group): `count` batches in
+  // order, one in flight, without gradients. `input(b)` is called on the first stage,
+  // `take(b, output)` on the last with batch b's output.
+  void forward_only(int64_t count, const std::function<LayerValue(int64_t)>& input,
+                    const std::function<void(int64_t, const LayerValue&)>& take);
+
   PipelineStage& stage() { return *stage_; }
   ProcessGroup& group() { return *group_; }
   const PipelineOptions& options() const { return options_; }

@@ -280,75 +280,122 @@ Tensor ClassTask::loss(const HostBatch& batch, Device device) {
   return cross_entropy(cast(logits, DType::f32), labels);
 }
 
-EvalCounts ClassTask::evaluate(const std::string& name, Device device, int64_t rank,
-                               int64_t world) {
-  const ImageSplit& data = split(name);
-  const int64_t classes = labels_.size();
-  // Whole tracks per rank (tracks rank, rank + world, ...), so each vote sees all its slices.
-  std::vector<int64_t> mine;
-  for (int64_t i = 0; i < int64_t(data.images.size()); ++i)
-    if (data.tracks[size_t(i)] % world == rank) mine.push_back(i);
-  NoGradGuard no_grad;
-  model_->eval();
-  std::vector<double> track_scores(size_t(data.track_count * classes), 0.0);
-  std::vector<int64_t> track_votes(size_t(data.track_count * classes), 0);
-  std::vector<int64_t> confusion(size_t(classes * classes), 0);  // [true][predicted]
-  double loss_sum = 0;
-  int64_t correct = 0;
-  const int64_t eval_batch = std::max<int64_t>(options_.batch_size, 16);
-  for (size_t start = 0; start < mine.size(); start += size_t(eval_batch)) {
-    const std::vector<int64_t> items(
-        mine.begin() + start, mine.begin() + std::min(mine.size(), start + size_t(eval_batch)));
-    const HostBatch batch = batch_of(data, items);
-    const Tensor images = batch.tensors[0].to(device, true).to(compute_dtype_);
-    const Tensor logits = cast(model_->forward(images), DType::f32);
-    loss_sum += cross_entropy(logits, batch.tensors[1].to(device, true), Tensor(),
-                              {.reduction = Reduction::sum})
-                    .item();
+// evaluate() batch by batch. Whole tracks per shard (tracks rank, rank + world, ...), so each
+// vote sees all its slices.
+class ClassEvalPass : public EvalPass {
+ public:
+  ClassEvalPass(const ClassTask& task, const std::string& name, int64_t rank, int64_t world)
+      : task_(task),
+        data_(task.split(name)),
+        rank_(rank),
+        world_(world),
+        classes_(int64_t(task.labels_.size())),
+        eval_batch_(std::max<int64_t>(task.options_.batch_size, 16)),
+        track_scores_(size_t(data_.track_count * classes_), 0.0),
+        track_votes_(size_t(data_.track_count * classes_), 0),
+        confusion_(size_t(classes_ * classes_), 0) {
+    for (int64_t i = 0; i < int64_t(data_.images.size()); ++i)
+      if (data_.tracks[size_t(i)] % world == rank) mine_.push_back(i);
+  }
+
+  int64_t batch_count() const override {
+    return (int64_t(mine_.size()) + eval_batch_ - 1) / eval_batch_;
+  }
+
+  HostBatch batch(int64_t index) const override { return task_.batch_of(data_, items(index)); }
+
+  LayerValue input(const HostBatch& batch, Device device) const override {
+    return {batch.tensors[0].to(device, true).to(task_.compute_dtype_), Tensor()};
+  }
+
+  void add(const LayerValue& output, const HostBatch& batch) override {
+    const std::vector<int64_t> slices = items(added_++);
+    const Tensor logits = cast(output.x, DType::f32);
+    loss_sum_ += cross_entropy(logits, batch.tensors[1].to(logits.device(), true), Tensor(),
+                               {.reduction = Reduction::sum})
+                     .item();
     const auto probabilities =
         softmax(logits, 1).to(Device::cpu()).to(DType::f64).to_vector<double>();
-    for (size_t n = 0; n < items.size(); ++n) {
-      const double* row = probabilities.data() + n * size_t(classes);
-      const int64_t best = int64_t(std::max_element(row, row + classes) - row);
-      const int64_t label = data.labels[size_t(items[n])];
-      correct += best == label;
-      ++confusion[size_t(label * classes + best)];
-      const int64_t track = data.tracks[size_t(items[n])];
-      ++track_votes[size_t(track * classes + best)];
-      for (int64_t c = 0; c < classes; ++c) track_scores[size_t(track * classes + c)] += row[c];
+    for (size_t n = 0; n < slices.size(); ++n) {
+      const double* row = probabilities.data() + n * size_t(classes_);
+      const int64_t best = int64_t(std::max_element(row, row + classes_) - row);
+      const int64_t label = data_.labels[size_t(slices[n])];
+      correct_ += best == label;
+      ++confusion_[size_t(label * classes_ + best)];
+      const int64_t track = data_.tracks[size_t(slices[n])];
+      ++track_votes_[size_t(track * classes_ + best)];
+      for (int64_t c = 0; c < classes_; ++c) track_scores_[size_t(track * classes_ + c)] += row[c];
     }
+  }
+
+  EvalCounts finish() override {
+    const int64_t classes = classes_;
+    // Majority vote per track; a tie goes to the class with the larger summed probability.
+    std::vector<int64_t> track_label(size_t(data_.track_count), -1);
+    for (const int64_t i : mine_)
+      track_label[size_t(data_.tracks[size_t(i)])] = data_.labels[size_t(i)];
+    int64_t tracks = 0, tracks_correct = 0;
+    for (int64_t t = rank_; t < data_.track_count; t += world_) {
+      if (track_label[size_t(t)] < 0) continue;
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; ++c) {
+        const int64_t votes = track_votes_[size_t(t * classes + c)];
+        const int64_t best_votes = track_votes_[size_t(t * classes + best)];
+        if (votes > best_votes ||
+            (votes == best_votes &&
+             track_scores_[size_t(t * classes + c)] > track_scores_[size_t(t * classes + best)]))
+          best = c;
+      }
+      ++tracks;
+      tracks_correct += best == track_label[size_t(t)];
+    }
+    EvalCounts counts;
+    counts.sums = {{"slices", double(mine_.size())},
+                   {"loss_sum", loss_sum_},
+                   {"correct", double(correct_)},
+                   {"tracks", double(tracks)},
+                   {"tracks_correct", double(tracks_correct)}};
+    for (int64_t t = 0; t < classes; ++t)
+      for (int64_t c = 0; c < classes; ++c)
+        counts.sums[str("confusion.", t, ".", c)] = double(confusion_[size_t(t * classes + c)]);
+    return counts;
+  }
+
+ private:
+  std::vector<int64_t> items(int64_t index) const {
+    const int64_t count = int64_t(mine_.size());
+    return {mine_.begin() + index * eval_batch_,
+            mine_.begin() + std::min(count, (index + 1) * eval_batch_)};
+  }
+
+  const ClassTask& task_;
+  const ImageSplit& data_;
+  int64_t rank_, world_, classes_, eval_batch_, added_ = 0;
+  std::vector<int64_t> mine_;
+  std::vector<double> track_scores_;
+  std::vector<int64_t> track_votes_;
+  std::vector<int64_t> confusion_;  // [true][predicted]
+  double loss_sum_ = 0;
+  int64_t correct_ = 0;
+};
+
+std::unique_ptr<EvalPass> ClassTask::eval_pass(const std::string& name, int64_t rank,
+                                               int64_t world) {
+  return std::make_unique<ClassEvalPass>(*this, name, rank, world);
+}
+
+EvalCounts ClassTask::evaluate(const std::string& name, Device device, int64_t rank,
+                               int64_t world) {
+  const std::unique_ptr<EvalPass> pass = eval_pass(name, rank, world);
+  NoGradGuard no_grad;
+  model_->eval();
+  for (int64_t b = 0; b < pass->batch_count(); ++b) {
+    const HostBatch batch = pass->batch(b);
+    const LayerValue input = pass->input(batch, device);
+    pass->add({model_->forward(input.x), Tensor()}, batch);
   }
   model_->train();
-
-  // Majority vote per track; a tie goes to the class with the larger summed probability.
-  std::vector<int64_t> track_label(size_t(data.track_count), -1);
-  for (const int64_t i : mine) track_label[size_t(data.tracks[size_t(i)])] = data.labels[size_t(i)];
-  int64_t tracks = 0, tracks_correct = 0;
-  for (int64_t t = rank; t < data.track_count; t += world) {
-    if (track_label[size_t(t)] < 0) continue;
-    int64_t best = 0;
-    for (int64_t c = 1; c < classes; ++c) {
-      const int64_t votes = track_votes[size_t(t * classes + c)];
-      const int64_t best_votes = track_votes[size_t(t * classes + best)];
-      if (votes > best_votes ||
-          (votes == best_votes &&
-           track_scores[size_t(t * classes + c)] > track_scores[size_t(t * classes + best)]))
-        best = c;
-    }
-    ++tracks;
-    tracks_correct += best == track_label[size_t(t)];
-  }
-
-  EvalCounts counts;
-  counts.sums = {{"slices", double(mine.size())},
-                 {"loss_sum", loss_sum},
-                 {"correct", double(correct)},
-                 {"tracks", double(tracks)},
-                 {"tracks_correct", double(tracks_correct)}};
-  for (int64_t t = 0; t < classes; ++t)
-    for (int64_t c = 0; c < classes; ++c)
-      counts.sums[str("confusion.", t, ".", c)] = double(confusion[size_t(t * classes + c)]);
-  return counts;
+  return pass->finish();
 }
 
 EvalResult ClassTask::summarize(const EvalCounts& totals) const {

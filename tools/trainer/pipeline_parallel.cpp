@@ -175,17 +175,37 @@ OptimizerState PipelineParallel::stage_optimizer_state(const OptimizerState& who
   return out;
 }
 
-void PipelineParallel::start_training() {
-  if (replica_group_) {
-    // Replica 0's stage on every replica (all build and resume alike; this makes sure).
-    for (const auto& [name, tensor] : stage_->state_dict()) {
-      Tensor staged = tensor.detach().contiguous().to(replica_group_->device());
-      replica_group_->broadcast(staged, 0)->synchronize();
-      NoGradGuard no_grad;
-      Tensor(tensor).copy_(staged.to(tensor.device()));
-    }
+void PipelineParallel::broadcast_stage_from_replica0() {
+  if (!replica_group_) return;
+  for (const auto& [name, tensor] : stage_->state_dict()) {
+    Tensor staged = tensor.detach().contiguous().to(replica_group_->device());
+    replica_group_->broadcast(staged, 0)->synchronize();
+    NoGradGuard no_grad;
+    Tensor(tensor).copy_(staged.to(tensor.device()));
   }
+}
+
+void PipelineParallel::start_training() {
+  // Every replica builds and resumes alike; this makes sure.
+  broadcast_stage_from_replica0();
   release_other_stages();
+}
+
+EvalCounts PipelineParallel::evaluate(const std::string& split, Device device) {
+  // As one process evaluates: replica 0's weights and BatchNorm statistics.
+  broadcast_stage_from_replica0();
+  const std::unique_ptr<EvalPass> pass = task_.eval_pass(split, replica_, replica_count_);
+  task_.model().eval();
+  pipeline_->forward_only(
+      pass->batch_count(), [&](int64_t b) { return pass->input(pass->batch(b), device); },
+      [&](int64_t b, const LayerValue& output) { pass->add(output, pass->batch(b)); });
+  task_.model().train();
+  EvalCounts counts = pass->finish();
+  if (!is_last_stage()) {
+    for (auto& [name, value] : counts.sums) value = 0;
+    counts.examples.clear();
+  }
+  return counts;
 }
 
 void PipelineParallel::release_other_stages() {

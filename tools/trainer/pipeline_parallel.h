@@ -76,6 +76,11 @@ class PipelineParallel {
   // collective over the stage group of replica 0; other replicas return at once). Elsewhere:
   // empty.
   NamedTensors gather_model_state() const;
+  // The counts of an evaluation of `split` run through the pipeline (a collective over the
+  // world): each replica evaluates its shard with replica 0's weights, its last stage
+  // counting (Task::eval_pass); the other ranks return the same names with zeros, so the
+  // sums over the world are the evaluation's.
+  EvalCounts evaluate(const std::string& split, Device device);
   // The optimizer's state as one process holds it, on world rank 0 (a collective over the
   // stage group of replica 0; other replicas return at once). Elsewhere: empty.
   OptimizerState gather_optimizer_state(const Optimizer& optimizer) const;
@@ -104,6 +109,8 @@ class PipelineParallel {
   std::vector<size_t> whole_group_sizes_, stage_group_sizes_;
 
   void release_other_stages();
+  // Replica 0's stage state on every replica (a collective over the replica group).
+  void broadcast_stage_from_replica0();
 };
 
 }  // namespace sonata

@@ -366,80 +366,122 @@ Tensor SpeechTask::loss(const HostBatch& batch, Device device) {
                               ctc_options());
 }
 
-EvalCounts SpeechTask::evaluate(const std::string& name, Device device, int64_t rank,
-                                int64_t world) {
-  const SpeechSplit& data = split(name);
-  const int64_t count = int64_t(data.features.size());
-  // This rank's clips, longest first, so padding is small and the first batch shows the
-  // memory peak.
-  std::vector<int64_t> order;
-  for (int64_t i = rank; i < count; i += world) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return data.features[size_t(a)].size(0) > data.features[size_t(b)].size(0);
-  });
+// evaluate() batch by batch: this shard's clips, longest first, so padding is small and the
+// first batch shows the memory peak.
+class SpeechEvalPass : public EvalPass {
+ public:
+  SpeechEvalPass(const SpeechTask& task, const std::string& name, int64_t rank, int64_t world)
+      : task_(task), data_(task.split(name)), world_(world) {
+    const int64_t count = int64_t(data_.features.size());
+    for (int64_t i = rank; i < count; i += world) order_.push_back(i);
+    std::stable_sort(order_.begin(), order_.end(), [&](int64_t a, int64_t b) {
+      return data_.features[size_t(a)].size(0) > data_.features[size_t(b)].size(0);
+    });
+    eval_batch_ = std::max<int64_t>(task_.options_.batch_size, 16);
+  }
 
-  NoGradGuard no_grad;
-  model_->eval();
-  ErrorRate greedy_rate, beam_rate;
-  std::map<int64_t, std::pair<std::string, std::string>> shown;  // first clips: greedy, beam
-  double loss_sum = 0;
-  const int64_t eval_batch = std::max<int64_t>(options_.batch_size, 16);
-  const int64_t mine = int64_t(order.size());
-  for (int64_t start = 0; start < mine; start += eval_batch) {
-    const std::vector<int64_t> items(order.begin() + start,
-                                     order.begin() + std::min(mine, start + eval_batch));
-    const HostBatch batch = batch_of(data, items, 0, false);
-    const Tensor input = batch.tensors[0].to(device, true).to(compute_dtype_);
-    Ds2Output out = model_->forward(input, batch.tensors[1]);
+  int64_t batch_count() const override {
+    return (int64_t(order_.size()) + eval_batch_ - 1) / eval_batch_;
+  }
+
+  HostBatch batch(int64_t index) const override {
+    return task_.batch_of(data_, items(index), 0, false);
+  }
+
+  LayerValue input(const HostBatch& batch, Device device) const override {
+    return {batch.tensors[0].to(device, true).to(task_.compute_dtype_), batch.tensors[1]};
+  }
+
+  void add(const LayerValue& output, const HostBatch& batch) override {
+    const std::vector<int64_t> clips = items(added_++);
     // Per-clip losses divided by their target lengths (the mean reduction's weighting).
     CtcOptions none_options = ctc_options();
     none_options.reduction = Reduction::none;
     const Tensor losses =
-        ctc_loss(out.output, batch.tensors[2], out.output_lengths, batch.tensors[3], none_options)
+        ctc_loss(output.x, batch.tensors[2], output.lengths, batch.tensors[3], none_options)
             .to(Device::cpu());
     const auto lengths = batch.tensors[3].to_vector<int64_t>();
     const auto values = losses.to(DType::f64).to_vector<double>();
     for (size_t n = 0; n < values.size(); ++n)
-      loss_sum += values[n] / double(std::max<int64_t>(lengths[n], 1));
+      loss_sum_ += values[n] / double(std::max<int64_t>(lengths[n], 1));
 
-    const Tensor log_probs = out.output.to(Device::cpu());
-    const auto greedy = ctc_greedy_decode(log_probs, out.output_lengths, Vocabulary::kBlank);
+    const TrainerOptions& options = task_.options_;
+    const Tensor log_probs = output.x.to(Device::cpu());
+    const auto greedy = ctc_greedy_decode(log_probs, output.lengths, Vocabulary::kBlank);
     std::vector<CtcHypothesis> beams;
-    if (options_.beam_width > 0)
-      beams = ctc_beam_search(log_probs, out.output_lengths,
-                              {.blank = Vocabulary::kBlank, .beam_width = options_.beam_width});
-    for (size_t n = 0; n < items.size(); ++n) {
-      const size_t item = size_t(items[n]);
-      const std::string greedy_text = vocabulary_.decode(greedy[n]);
-      greedy_rate.add(data.transcripts[item], greedy_text);
+    if (options.beam_width > 0)
+      beams = ctc_beam_search(log_probs, output.lengths,
+                              {.blank = Vocabulary::kBlank, .beam_width = options.beam_width});
+    for (size_t n = 0; n < clips.size(); ++n) {
+      const size_t item = size_t(clips[n]);
+      const std::string greedy_text = task_.vocabulary_.decode(greedy[n]);
+      greedy_rate_.add(data_.transcripts[item], greedy_text);
       std::string beam_text;
       if (!beams.empty()) {
-        beam_text = vocabulary_.decode(beams[n].ids);
-        beam_rate.add(data.transcripts[item], beam_text);
+        beam_text = task_.vocabulary_.decode(beams[n].ids);
+        beam_rate_.add(data_.transcripts[item], beam_text);
       }
-      if (int64_t(item) < options_.show_transcripts * world)
-        shown[int64_t(item)] = {greedy_text, beam_text};
+      if (int64_t(item) < options.show_transcripts * world_)
+        shown_[int64_t(item)] = {greedy_text, beam_text};
     }
   }
-  model_->train();
 
-  EvalCounts counts;
-  counts.sums = {{"clips", double(mine)},
-                 {"loss_sum", loss_sum},
-                 {"char_edits", double(greedy_rate.characters().edits)},
-                 {"chars", double(greedy_rate.characters().reference_length)},
-                 {"word_edits", double(greedy_rate.words().edits)},
-                 {"words", double(greedy_rate.words().reference_length)},
-                 {"beam_char_edits", double(beam_rate.characters().edits)},
-                 {"beam_word_edits", double(beam_rate.words().edits)}};
-  // This shard's first clips in manifest order, so runs can be compared by eye.
-  for (const auto& [item, texts] : shown) {
-    if (int64_t(counts.examples.size()) >= 3 * options_.show_transcripts) break;
-    counts.examples.push_back(str("  ref:    ", data.transcripts[size_t(item)]));
-    counts.examples.push_back(str("  greedy: ", texts.first));
-    if (options_.beam_width > 0) counts.examples.push_back(str("  beam:   ", texts.second));
+  EvalCounts finish() override {
+    EvalCounts counts;
+    counts.sums = {{"clips", double(order_.size())},
+                   {"loss_sum", loss_sum_},
+                   {"char_edits", double(greedy_rate_.characters().edits)},
+                   {"chars", double(greedy_rate_.characters().reference_length)},
+                   {"word_edits", double(greedy_rate_.words().edits)},
+                   {"words", double(greedy_rate_.words().reference_length)},
+                   {"beam_char_edits", double(beam_rate_.characters().edits)},
+                   {"beam_word_edits", double(beam_rate_.words().edits)}};
+    // This shard's first clips in manifest order, so runs can be compared by eye.
+    const TrainerOptions& options = task_.options_;
+    for (const auto& [item, texts] : shown_) {
+      if (int64_t(counts.examples.size()) >= 3 * options.show_transcripts) break;
+      counts.examples.push_back(str("  ref:    ", data_.transcripts[size_t(item)]));
+      counts.examples.push_back(str("  greedy: ", texts.first));
+      if (options.beam_width > 0) counts.examples.push_back(str("  beam:   ", texts.second));
+    }
+    return counts;
   }
-  return counts;
+
+ private:
+  std::vector<int64_t> items(int64_t index) const {
+    const int64_t mine = int64_t(order_.size());
+    return {order_.begin() + index * eval_batch_,
+            order_.begin() + std::min(mine, (index + 1) * eval_batch_)};
+  }
+
+  const SpeechTask& task_;
+  const SpeechSplit& data_;
+  int64_t world_;
+  std::vector<int64_t> order_;
+  int64_t eval_batch_ = 16, added_ = 0;
+  ErrorRate greedy_rate_, beam_rate_;
+  std::map<int64_t, std::pair<std::string, std::string>> shown_;  // first clips: greedy, beam
+  double loss_sum_ = 0;
+};
+
+std::unique_ptr<EvalPass> SpeechTask::eval_pass(const std::string& name, int64_t rank,
+                                                int64_t world) {
+  return std::make_unique<SpeechEvalPass>(*this, name, rank, world);
+}
+
+EvalCounts SpeechTask::evaluate(const std::string& name, Device device, int64_t rank,
+                                int64_t world) {
+  const std::unique_ptr<EvalPass> pass = eval_pass(name, rank, world);
+  NoGradGuard no_grad;
+  model_->eval();
+  for (int64_t b = 0; b < pass->batch_count(); ++b) {
+    const HostBatch batch = pass->batch(b);
+    const LayerValue input = pass->input(batch, device);
+    const Ds2Output out = model_->forward(input.x, input.lengths);
+    pass->add({out.output, out.output_lengths}, batch);
+  }
+  model_->train();
+  return pass->finish();
 }
 
 EvalResult SpeechTask::summarize(const EvalCounts& totals) const {

@@ -72,8 +72,12 @@ class SpeechTask : public Task {
   LayerValue pipeline_input(const HostBatch& batch, Device device) override;
   Tensor pipeline_loss(const LayerValue& output, const std::vector<Tensor>& batch_tensors,
                        Device device) override;
+  std::unique_ptr<EvalPass> eval_pass(const std::string& split, int64_t rank,
+                                      int64_t world) override;
 
  private:
+  friend class SpeechEvalPass;
+
   // The model's input of a batch on `device`: features (computed here under --features-on
   // step) or images (jittered here under --features-on step), in the compute dtype.
   Tensor model_input(const HostBatch& batch, Device device);

@@ -17,4 +17,8 @@ Tensor Task::pipeline_loss(const LayerValue&, const std::vector<Tensor>&, Device
   throw Error("--pipeline-stages: this task has no pipeline loss");
 }
 
+std::unique_ptr<EvalPass> Task::eval_pass(const std::string&, int64_t, int64_t) {
+  throw Error("--pipeline-stages: this task cannot evaluate batch by batch through a pipeline");
+}
+
 }  // namespace sonata

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/nn/layer_sequence.h"
 #include "data/loader/batch_loader.h"
+#include "engine/nn/layer_sequence.h"
 #include "engine/nn/module.h"
 #include "engine/tensor.h"
 
@@ -21,6 +21,21 @@ namespace sonata {
 struct EvalCounts {
   std::map<std::string, double> sums;
   std::vector<std::string> examples;
+};
+
+// evaluate() cut into its batches, so that a pipeline can run them through its stages: the
+// batches of one shard of a split, in evaluate()'s order, each batch's input to the first
+// layer, and the counts from the last layer's output (what pipeline_layers() run in order
+// return, in eval mode without gradients). evaluate() is this pass over the whole model.
+class EvalPass {
+ public:
+  virtual ~EvalPass() = default;
+  virtual int64_t batch_count() const = 0;
+  virtual HostBatch batch(int64_t index) const = 0;
+  virtual LayerValue input(const HostBatch& batch, Device device) const = 0;
+  virtual void add(const LayerValue& output, const HostBatch& batch) = 0;
+  // The shard's counts: evaluate()'s when every batch was added.
+  virtual EvalCounts finish() = 0;
 };
 
 // What loading the data found that a run must show: lines printed once when it starts, and
@@ -79,6 +94,10 @@ class Task {
   virtual LayerValue pipeline_input(const HostBatch& batch, Device device);
   virtual Tensor pipeline_loss(const LayerValue& output, const std::vector<Tensor>& batch_tensors,
                                Device device);
+  // The evaluation of shard `rank` of `world` of `split` batch by batch (a pipelined
+  // evaluation's). The default throws.
+  virtual std::unique_ptr<EvalPass> eval_pass(const std::string& split, int64_t rank,
+                                              int64_t world);
 };
 
 }  // namespace sonata

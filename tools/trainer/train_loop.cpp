@@ -550,8 +550,8 @@ void Run::report_data() {
 EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
   // Rank 0's BatchNorm statistics for every shard (each rank's last forward updated its own).
   if (ddp_) ddp_->broadcast_buffers();
-  if (pipeline_) pipeline_->sync_model();  // every rank evaluates the whole model
-  EvalCounts counts = task_.evaluate(split, device_, rank_, world_);
+  EvalCounts counts = pipeline_ ? pipeline_->evaluate(split, device_)  // through the stages
+                                : task_.evaluate(split, device_, rank_, world_);
   if (group_) {
     // Every rank has the same names, in the map's order.
     std::vector<double> values;
