@@ -11,9 +11,12 @@
 // over stage_param_groups(), holds this stage's state alone. Checkpoints stay the
 // single-process ones: gather_model_state() and gather_optimizer_state() assemble them on
 // world rank 0 under the whole model's names and parameter indices, and
-// stage_optimizer_state() turns one back into this stage's optimizer state. sync_model()
-// fills every rank's whole model again from replica 0's stages (evaluation, the end of a
-// run); the next step releases the other stages again.
+// stage_optimizer_state() turns one back into this stage's optimizer state. evaluate() runs
+// the eval batches forward through the stages. sync_model() fills every rank's whole model
+// again from replica 0's stages (the end of a run, for whoever uses the model next); the
+// next step releases the other stages again. A resume still loads the whole checkpoint on
+// every rank (into the whole model, before the release), and the checkpoint's model is
+// gathered whole, as CPU copies, on world rank 0 before it is written.
 #include <memory>
 #include <string>
 #include <vector>
