@@ -16,6 +16,7 @@
 #include "tests/support/letters_corpus.h"
 #include "tools/trainer/pipeline_parallel.h"
 #include "tools/trainer/speech_task.h"
+#include "tools/trainer/train_loop.h"
 
 using namespace sonata;
 using sonata::testing::comm_group;
@@ -74,6 +75,48 @@ TEST_CASE("a pipelined evaluation counts what one process's evaluate counts",
   }
   CHECK(expected.sums.at("clips") == 37);
   CHECK(expected.sums.at("chars") > 0);
+  world.barrier()->wait();
+  if (world.rank() == 0) std::filesystem::remove_all(folder);
+}
+
+TEST_CASE("trainer --pipeline-stages evaluates --val through the stages as one process does",
+          "[comm][trainer][pipeline]") {
+  ProcessGroup& world = comm_group();
+  const int R = world.world_size();
+  if (R < 2 || R > 3) return;  // one replica: the same shard as one process
+  const std::string folder = job_folder("pipeline_val");
+  const std::string corpus = folder + "/corpus_" + std::to_string(world.rank());
+  std::filesystem::create_directories(corpus);
+  TrainerOptions options;
+  options.model = "ds2";
+  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
+  options.features.n_mels = 40;
+  options.train_manifest = sonata::testing::write_letters_corpus(corpus, "train", 8, 7);
+  options.val_manifest = sonata::testing::write_letters_corpus(corpus, "val", 20, 9);
+  options.batch_size = 2;
+  options.accum_steps = 2;
+  options.epochs = 1;
+  options.optimizer = "sgd";
+  options.lr = 5e-2;
+  options.progress = "none";
+  options.workers = 1;
+  auto run = [&](TrainerOptions run_options, std::shared_ptr<ProcessGroup> group) {
+    manual_seed(run_options.seed);
+    SpeechTask task(run_options, Vocabulary());
+    return run_training(run_options, task, Device::cpu(), std::move(group)).last_val;
+  };
+  TrainerOptions single = options;
+  single.metrics = corpus + "/single.jsonl";
+  const EvalResult expected = run(single, nullptr);
+  TrainerOptions piped = options;
+  piped.pipeline_stages = R;
+  piped.metrics = corpus + "/piped.jsonl";
+  const EvalResult actual = run(piped, shared_comm_group());
+  // The weights agree to rounding (test_trainer_pipeline.cpp), so the loss does.
+  REQUIRE(actual.metrics.count("loss"));
+  CHECK(std::abs(actual.metrics.at("loss") - expected.metrics.at("loss")) <=
+        1e-4 * std::abs(expected.metrics.at("loss")));
+  CHECK(actual.metrics.count("cer"));
   world.barrier()->wait();
   if (world.rank() == 0) std::filesystem::remove_all(folder);
 }
