@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/nn/layer_sequence.h"
 #include "data/loader/batch_loader.h"
+#include "engine/nn/layer_sequence.h"
 #include "engine/nn/module.h"
 #include "engine/tensor.h"
 
@@ -72,12 +72,14 @@ class Task {
   virtual DataReport data_report() const { return {}; }
 
   // Pipeline parallelism (--pipeline-stages): the model as its sequence of layers, a batch's
-  // input to the first layer, and the loss of the last layer's output for that batch (its
-  // host tensors as prepare() made them): together the same computation as loss(). The
-  // defaults throw: a task that cannot be cut into stages says so.
+  // input to the first layer, the batch's tensors the loss needs (sent to the last stage, in
+  // an order the task chooses), and the loss of the last layer's output from those targets:
+  // together the same computation as loss(). The defaults throw: a task that cannot be cut
+  // into stages says so.
   virtual LayerSequence pipeline_layers();
   virtual LayerValue pipeline_input(const HostBatch& batch, Device device);
-  virtual Tensor pipeline_loss(const LayerValue& output, const std::vector<Tensor>& batch_tensors,
+  virtual std::vector<Tensor> pipeline_targets(const HostBatch& batch) const;
+  virtual Tensor pipeline_loss(const LayerValue& output, const std::vector<Tensor>& targets,
                                Device device);
 };
 

@@ -190,7 +190,7 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
       loader_([&task](const std::vector<int64_t>& items,
                       int64_t epoch) { return task.prepare(items, epoch); },
               o.workers, 2 * o.workers, /*pin_for=*/device),
-      stager_(device, {0}) {
+      stager_(device) {
   if (!o.init_from.empty()) progress_.print(init_from_weights(model_, o.init_from));
   // Before any split: the pipeline's, SyncBatchNorm's and the reducer's groups inherit it.
   if (group_ && o.comm_timeout > 0) group_->set_timeout(o.comm_timeout);
