@@ -182,10 +182,12 @@ __device__ void beta_recursion(int64_t n, const T* __restrict__ log_probs,
   }
 }
 
-// Evaluation: block n runs sample n's alpha.
+// Evaluation: block n runs sample n's alpha. The bounds keep the registers within what a
+// plan's largest block needs to launch at all.
 template <typename T, typename A>
-__global__ void ctc_alpha_kernel(const T* __restrict__ log_probs, CtcTargets targets,
-                                 CtcProblem problem, A* log_alpha, A* neg_log_likelihood, A* loss) {
+__global__ void __launch_bounds__(kCtcMaxRecursionThreads)
+    ctc_alpha_kernel(const T* __restrict__ log_probs, CtcTargets targets, CtcProblem problem,
+                     A* log_alpha, A* neg_log_likelihood, A* loss) {
   __shared__ A warp_maxima[kMaxRecursionWarps];
   alpha_recursion<T, A>(blockIdx.x, log_probs, targets, problem, log_alpha, neg_log_likelihood,
                         loss, warp_maxima);
@@ -195,9 +197,9 @@ __global__ void ctc_alpha_kernel(const T* __restrict__ log_probs, CtcTargets tar
 // per block, so every barrier inside is reached by all of its threads; the two halves share
 // nothing (each writes its own workspace and reads only log_probs and the targets).
 template <typename T, typename A>
-__global__ void ctc_alpha_beta_kernel(const T* __restrict__ log_probs, CtcTargets targets,
-                                      CtcProblem problem, A* log_alpha, A* log_beta,
-                                      A* neg_log_likelihood, A* loss) {
+__global__ void __launch_bounds__(kCtcMaxRecursionThreads)
+    ctc_alpha_beta_kernel(const T* __restrict__ log_probs, CtcTargets targets, CtcProblem problem,
+                          A* log_alpha, A* log_beta, A* neg_log_likelihood, A* loss) {
   __shared__ A warp_maxima[kMaxRecursionWarps];
   const int64_t block = blockIdx.x;
   if (block < problem.batch)

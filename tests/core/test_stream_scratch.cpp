@@ -1,9 +1,10 @@
 // The owner of the CUDA kernels' stream-ordered scratch (kernels/cuda/stream_scratch.h), on
 // the paths that need no GPU: an allocation that cannot succeed (no device here, or more
 // than any device has) throws from the constructor, and try_allocate returns an empty
-// owner and leaves no error behind for the next launch check. The CUDA build's CPU tests
-// run these; the CPU build has no CUDA runtime to own memory of. The freeing on every path is
-// checked on a GPU (tests/cuda/test_cuda_stream_scratch.cpp).
+// owner. The CUDA build's CPU tests run these; the CPU build has no CUDA runtime to own
+// memory of. Whether try_allocate clears the failure is checked on a GPU (without a driver
+// every runtime call, cudaGetLastError included, reports the missing driver again). The freeing on
+// every path is checked on a GPU (tests/cuda/test_cuda_stream_scratch.cpp).
 #include <catch2/catch.hpp>
 
 #if SONATA_WITH_CUDA
@@ -26,12 +27,11 @@ TEST_CASE("stream scratch: a failed allocation throws and owns nothing", "[core]
   (void)cudaGetLastError();  // as after any failed CUDA_CHECK, the status is still the last
 }
 
-TEST_CASE("stream scratch: try_allocate gives an empty owner and clears the failure",
-          "[core][scratch]") {
+TEST_CASE("stream scratch: try_allocate gives an empty owner", "[core][scratch]") {
   const StreamScratch scratch = StreamScratch::try_allocate(kImpossibleBytes, nullptr);
   CHECK(scratch.empty());
   CHECK(scratch.data() == nullptr);
-  CHECK(cudaGetLastError() == cudaSuccess);
+  (void)cudaGetLastError();
 }
 
 TEST_CASE("stream scratch: zero bytes and the default owner hold nothing", "[core][scratch]") {

@@ -1,7 +1,8 @@
 // Stream-ordered kernel scratch (kernels/cuda/stream_scratch.h) on a GPU: the memory goes
 // back to the device's pool once the stream reaches the free, also when the owner's scope
 // is left by an exception (a launch check throwing between the allocation and the last
-// kernel), and a moved owner frees once.
+// kernel), a moved owner frees once, and try_allocate's out-of-memory leaves no error for
+// the next launch check.
 #include <catch2/catch.hpp>
 
 #if SONATA_WITH_CUDA
@@ -67,5 +68,12 @@ TEST_CASE("cuda stream scratch: a moved owner frees once", "[cuda][scratch]") {
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));
   CHECK(pool_used_bytes() == before);
+}
+TEST_CASE("cuda stream scratch: try_allocate out of memory is empty and clears the error",
+          "[cuda][scratch]") {
+  const cudaStream_t stream = sonata::current_stream(0);
+  const StreamScratch scratch = StreamScratch::try_allocate(size_t(1) << 62, stream);
+  CHECK(scratch.empty());
+  CHECK(cudaGetLastError() == cudaSuccess);
 }
 #endif
