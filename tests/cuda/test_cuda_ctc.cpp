@@ -134,7 +134,7 @@ void require_small_batch_parity(const CtcCase& c, const CtcOptions& options, uin
   }
 }
 
-// One sample per label list, each with `frames` frames (the last shorter by `shrink` each).
+// The first `batch` of four samples: repeats, frames past T_n, an empty target, T_n = 1.
 CtcCase small_batch(int64_t batch) {
   const std::vector<std::vector<int64_t>> labels{{1, 2, 2, 3, 4, 4}, {5, 5, 1}, {}, {6}};
   const std::vector<int64_t> lengths{40, 33, 17, 1};
