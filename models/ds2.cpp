@@ -205,11 +205,18 @@ std::shared_ptr<Module> make_ds2(const ModelConfig& config) {
   options.conv_channels = config.get_int("conv-channels", options.conv_channels);
   options.hidden = config.get_int("hidden", options.hidden);
   options.layers = config.get_int("layers", options.layers);
-  options.rnn =
-      config.get_choice("rnn", "lstm", {"lstm", "gru"}) == "gru" ? RnnKind::gru : RnnKind::lstm;
-  options.bidirectional = config.get_choice("bidirectional", "1", {"0", "1"}) == "1";
-  options.sum_directions = config.get_choice("merge", "concat", {"concat", "sum"}) == "sum";
-  options.seq_batch_norm = config.get_choice("seq-batch-norm", "0", {"0", "1"}) == "1";
+  // The choices' defaults are Ds2Options' own.
+  const auto bit = [](bool value) { return value ? "1" : "0"; };
+  options.rnn = config.get_choice("rnn", options.rnn == RnnKind::gru ? "gru" : "lstm",
+                                  {"lstm", "gru"}) == "gru"
+                    ? RnnKind::gru
+                    : RnnKind::lstm;
+  options.bidirectional =
+      config.get_choice("bidirectional", bit(options.bidirectional), {"0", "1"}) == "1";
+  options.sum_directions = config.get_choice("merge", options.sum_directions ? "sum" : "concat",
+                                             {"concat", "sum"}) == "sum";
+  options.seq_batch_norm =
+      config.get_choice("seq-batch-norm", bit(options.seq_batch_norm), {"0", "1"}) == "1";
   return std::make_shared<Ds2>(options);
 }
 

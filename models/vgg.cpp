@@ -124,7 +124,9 @@ std::shared_ptr<Module> make_vgg19_bn(const ModelConfig& config) {
   options.in_channels = config.get_int("in-channels", options.in_channels);
   options.width = config.get_double("width", options.width);
   options.dropout = config.get_double("dropout", options.dropout);
-  options.channels_last = config.get_choice("channels-last", "false", {"false", "true"}) == "true";
+  options.channels_last =
+      config.get_choice("channels-last", options.channels_last ? "true" : "false",
+                        {"false", "true"}) == "true";
   return std::make_shared<Vgg>(options);
 }
 
