@@ -241,7 +241,7 @@ DataReport ClassTask::data_report() const {
 LayerSequence ClassTask::pipeline_layers() {
   const auto vgg = std::dynamic_pointer_cast<Vgg>(model_);
   SONATA_CHECK(vgg, "--pipeline-stages: the classification model is not a Vgg");
-  return vgg->pipeline_layers();
+  return vgg->layers();
 }
 
 LayerValue ClassTask::pipeline_input(const HostBatch& batch, Device device) {

@@ -262,7 +262,7 @@ std::string SpeechTask::describe() const {
 }
 
 LayerSequence SpeechTask::pipeline_layers() {
-  return model_->pipeline_layers();
+  return model_->layers();
 }
 
 LayerValue SpeechTask::pipeline_input(const HostBatch& batch, Device device) {
