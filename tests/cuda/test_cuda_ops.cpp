@@ -11,6 +11,7 @@
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
 #include "tests/cases/elementwise_cases.h"
+#include "tests/cases/linalg_cases.h"
 #include "tests/cases/reduce_cases.h"
 #include "tests/cuda/f64_parity.h"
 #include "tests/cuda/parity_util.h"
@@ -176,23 +177,8 @@ TEST_CASE("sum_to matches the CPU", "[cuda][reduce]") {
 }
 
 TEST_CASE("matmul matches the CPU", "[cuda][linalg]") {
-  struct Case {
-    Shape a, b;
-  };
-  const Case cases[] = {
-      {{4}, {4}},
-      {{4}, {4, 3}},
-      {{3, 4}, {4}},
-      {{3, 4}, {4, 2}},
-      {{2, 3, 4}, {2, 4, 2}},
-      {{2, 3, 4}, {4, 2}},
-      {{4}, {2, 4, 3}},
-      {{2, 1, 3, 2}, {3, 2, 2}},
-      {{65, 48}, {48, 33}},  // several tiles, odd edges
-      {{3, 17, 40}, {40, 9}},
-  };
   uint64_t seed = 50;
-  for (const Case& c : cases) {
+  for (const MatmulCase& c : matmul_cases()) {
     INFO(shape_str(c.a) << " @ " << shape_str(c.b));
     require_parity([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
                    {parity_input(c.a, ++seed), parity_input(c.b, ++seed)});
@@ -223,14 +209,8 @@ TEST_CASE("bmm matches the CPU", "[cuda][linalg]") {
 }
 
 TEST_CASE("addmm matches the CPU", "[cuda][linalg]") {
-  struct Case {
-    Shape bias;
-    double beta, alpha;
-  };
-  const Case cases[] = {{{2}, 1.0, 1.0},     {{3, 2}, 1.0, 1.0}, {{2}, 0.5, -2.0},
-                        {{3, 2}, 3.0, 0.25}, {{3, 1}, 1.5, 0.5}, {{}, -1.0, 2.0}};
   uint64_t seed = 80;
-  for (const Case& c : cases) {
+  for (const AddmmCase& c : addmm_cases()) {
     INFO("bias " << shape_str(c.bias) << " beta " << c.beta << " alpha " << c.alpha);
     require_parity(
         [&](const std::vector<Tensor>& in) { return addmm(in[0], in[1], in[2], c.beta, c.alpha); },
