@@ -13,6 +13,7 @@
 #include "tests/cases/elementwise_cases.h"
 #include "tests/cases/linalg_cases.h"
 #include "tests/cases/reduce_cases.h"
+#include "tests/cases/softmax_cases.h"
 #include "tests/cuda/f64_parity.h"
 #include "tests/cuda/parity_util.h"
 
@@ -225,10 +226,12 @@ TEST_CASE("addmm matches the CPU", "[cuda][linalg]") {
 
 TEST_CASE("softmax and log_softmax match the CPU", "[cuda][softmax]") {
   const Tensor x = parity_input({3, 4, 5}, 101, -3, 3);
-  for (int64_t dim : {0, 1, -1}) {
+  for (int64_t dim : softmax_dims()) {
     INFO("dim " << dim);
-    require_parity([&](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, {x});
-    require_parity([&](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); }, {x});
+    for (const SoftmaxCase& op : softmax_cases()) {
+      INFO(op.name);
+      require_parity([&](const std::vector<Tensor>& in) { return op.fn(in[0], dim); }, {x});
+    }
   }
   require_parity([](const std::vector<Tensor>& in) { return softmax(in[0].t(), -1); },
                  {parity_input({5, 3}, 102, -3, 3)});
