@@ -69,4 +69,11 @@ const std::vector<UnaryCase>& unary_cases() {
   return cases;
 }
 
+const std::vector<ComparisonCase>& comparison_cases() {
+  static const std::vector<ComparisonCase> cases = {
+      {"eq", eq}, {"ne", ne}, {"lt", lt}, {"le", le}, {"gt", gt}, {"ge", ge},
+  };
+  return cases;
+}
+
 }  // namespace sonata::testing

@@ -29,4 +29,12 @@ struct UnaryCase {
 
 const std::vector<UnaryCase>& unary_cases();
 
+// eq, ne, lt, le, gt, ge: bool results, no gradient.
+struct ComparisonCase {
+  std::string name;
+  Tensor (*fn)(const Tensor&, const Tensor&);
+};
+
+const std::vector<ComparisonCase>& comparison_cases();
+
 }  // namespace sonata::testing

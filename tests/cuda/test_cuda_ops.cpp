@@ -85,17 +85,14 @@ TEST_CASE("where and masked_fill match the CPU", "[cuda][elementwise]") {
 }
 
 TEST_CASE("comparisons match the CPU", "[cuda][elementwise]") {
-  using CompareFn = Tensor (*)(const Tensor&, const Tensor&);
-  const std::pair<const char*, CompareFn> cases[] = {{"eq", eq}, {"ne", ne}, {"lt", lt},
-                                                     {"le", le}, {"gt", gt}, {"ge", ge}};
   // Values on a coarse grid so that ties occur and survive rounding to every dtype.
   const Tensor a = from_vector(std::vector<float>{0, 0.5, 1, -1, 0.5, 2, 1, 0}, {2, 4});
   const Tensor b = from_vector(std::vector<float>{0.5, 0.5, 0, 1}, {4});
-  for (const auto& [name, fn] : cases) {
-    INFO(name);
+  for (const ComparisonCase& op : comparison_cases()) {
+    INFO(op.name);
     require_parity(
-        [fn](const std::vector<Tensor>& in) {
-          const Tensor out = fn(in[0], in[1]);
+        [&op](const std::vector<Tensor>& in) {
+          const Tensor out = op.fn(in[0], in[1]);
           REQUIRE(out.dtype() == DType::boolean);
           return out.to(DType::f32);
         },

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 
 #include "base/error.h"
@@ -224,20 +225,17 @@ TEST_CASE("where and masked_fill forward values", "[ops][elementwise]") {
 TEST_CASE("comparison ops give bool tensors", "[ops][elementwise]") {
   const Tensor a = f64_tensor({1, 2, 3}, {3});
   const Tensor b = f64_tensor({2, 2, 2}, {3});
-  struct Case {
-    const char* name;
-    Tensor out;
-    std::vector<double> expected;
+  const std::map<std::string, std::vector<double>> expected = {
+      {"eq", {0, 1, 0}}, {"ne", {1, 0, 1}}, {"lt", {1, 0, 0}},
+      {"le", {1, 1, 0}}, {"gt", {0, 0, 1}}, {"ge", {0, 1, 1}},
   };
-  const Case cases[] = {
-      {"eq", eq(a, b), {0, 1, 0}}, {"ne", ne(a, b), {1, 0, 1}}, {"lt", lt(a, b), {1, 0, 0}},
-      {"le", le(a, b), {1, 1, 0}}, {"gt", gt(a, b), {0, 0, 1}}, {"ge", ge(a, b), {0, 1, 1}},
-  };
-  for (const Case& c : cases) {
-    INFO(c.name);
-    CHECK(c.out.dtype() == DType::boolean);
-    CHECK(!c.out.requires_grad());
-    CHECK(values_of(c.out) == c.expected);
+  for (const ComparisonCase& op : comparison_cases()) {
+    INFO(op.name);
+    REQUIRE(expected.count(op.name) == 1);  // a new comparison needs its values written here
+    const Tensor out = op.fn(a, b);
+    CHECK(out.dtype() == DType::boolean);
+    CHECK(!out.requires_grad());
+    CHECK(values_of(out) == expected.at(op.name));
   }
   // Broadcast against a 0-d tensor, mixed dtypes, and inputs that require grad.
   const Tensor x = f64_leaf({0.5, 1.5}, {2});
