@@ -4,9 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
-#include <string>
 
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
