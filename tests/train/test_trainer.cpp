@@ -344,6 +344,8 @@ class PoisonedTask : public Task {
   }
   int64_t train_items() const override { return 64; }
   std::vector<int64_t> train_lengths() const override { return std::vector<int64_t>(64, 1); }
+  // As a speech task samples (the batches this test counts).
+  SamplingKind sampling() const override { return SamplingKind::length_buckets; }
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override {
     (void)epoch;
     const double value = prepared_++ >= poison_from_ ? std::nan("") : 1.0;

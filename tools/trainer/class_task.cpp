@@ -74,6 +74,10 @@ std::vector<int64_t> ClassTask::train_lengths() const {
   return std::vector<int64_t>(train_.images.size(), 1);
 }
 
+SamplingKind ClassTask::sampling() const {
+  return options_.class_balanced ? SamplingKind::class_balanced : SamplingKind::uniform;
+}
+
 const ImageSplit& ClassTask::split(const std::string& name) const {
   if (name == "train") return train_;
   if (name == "val") return val_;

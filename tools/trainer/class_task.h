@@ -27,6 +27,8 @@ class ClassTask : public Task {
   int64_t train_items() const override { return int64_t(train_.images.size()); }
   std::vector<int64_t> train_lengths() const override;
   std::vector<int64_t> train_labels() const override { return train_.labels; }
+  // Fixed-size items: uniform, or class-balanced under --class-balanced.
+  SamplingKind sampling() const override;
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override;
   Tensor loss(const HostBatch& batch, Device device) override;
   EvalCounts evaluate(const std::string& split, Device device, int64_t rank,

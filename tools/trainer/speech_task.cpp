@@ -13,6 +13,7 @@
 #include "engine/ops/ctc.h"
 #include "models/ctc_decode.h"
 #include "tools/trainer/ctc_reachability.h"
+#include "tools/trainer/ds2_training_loss.h"
 #include "tools/trainer/precision.h"
 
 namespace sonata {
@@ -29,8 +30,7 @@ std::shared_ptr<Ds2> make_speech_model(const TrainerOptions& options, int64_t cl
 }
 
 CtcOptions ctc_options() {
-  // zero_infinity: a clip too short for its transcript gives no gradient instead of +inf.
-  return {.blank = Vocabulary::kBlank, .reduction = Reduction::mean, .zero_infinity = true};
+  return ds2_ctc_options();
 }
 
 SpecAugmentOptions spec_augment_options(const TrainerOptions& options) {
@@ -143,9 +143,8 @@ Tensor SpeechTask::model_input(const HostBatch& batch, Device device) {
 Tensor SpeechTask::loss(const HostBatch& batch, Device device) {
   const Tensor input = model_input(batch, device);
   SONATA_NVTX_RANGE("sonata::step::forward");
-  const Ds2Output out = model_->forward_logits(input, batch[SpeechBatch::input_lengths]);
-  return ctc_loss_from_logits(out.output, batch[SpeechBatch::targets], out.output_lengths,
-                              batch[SpeechBatch::target_lengths], ctc_options());
+  return ds2_training_loss(*model_, input, batch[SpeechBatch::input_lengths],
+                           batch[SpeechBatch::targets], batch[SpeechBatch::target_lengths]);
 }
 
 EvalCounts SpeechTask::evaluate(const std::string& name, Device device, int64_t rank,

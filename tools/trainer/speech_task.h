@@ -29,6 +29,8 @@ class SpeechTask : public Task {
   std::shared_ptr<Module> shared_model() override { return model_; }
   int64_t train_items() const override { return train_.clips(); }
   std::vector<int64_t> train_lengths() const override;
+  // Utterances differ in length: batches of similar ones pad little.
+  SamplingKind sampling() const override { return SamplingKind::length_buckets; }
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override;
   Tensor loss(const HostBatch& batch, Device device) override;
   EvalCounts evaluate(const std::string& split, Device device, int64_t rank,

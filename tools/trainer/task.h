@@ -35,6 +35,13 @@ struct EvalResult {
   std::vector<std::string> report;        // lines for the terminal (transcripts, confusion)
 };
 
+// How the training items are drawn into batches (make_sampler, sampler_choice.h).
+enum class SamplingKind {
+  uniform,         // a fresh permutation each epoch
+  class_balanced,  // classes equally often (train_labels())
+  length_buckets,  // items of similar train_lengths() together: little padding
+};
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -46,6 +53,9 @@ class Task {
   virtual std::vector<int64_t> train_lengths() const = 0;
   // Per-item class labels, for class-balanced sampling (classification only).
   virtual std::vector<int64_t> train_labels() const { return {}; }
+  // The sampling this task's items need: length buckets for ragged ones (padding costs),
+  // uniform for fixed-size ones, class-balanced where asked for.
+  virtual SamplingKind sampling() const { return SamplingKind::uniform; }
   // Thread-safe: called on a worker thread while the previous step computes. `epoch` keys the
   // augmentation, so a resumed run sees the same items.
   virtual HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const = 0;
