@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's side of the channels-last VGG19_BN comparison in tools/gpu_check.sh.
 
-The workload of ../shared/bench/peer_torch.py --work vgg19_bn (torchvision VGG19_BN,
+The workload of bench/peer_torch.py --work vgg19_bn (torchvision VGG19_BN,
 num_classes 16, SGD momentum 0.9, lr 0.01, cross-entropy, 3x224x224, batch 64 on CUDA) as
 PyTorch users run it fast: model and input in torch.channels_last, autocast to bf16 or fp16
 (GradScaler for fp16), cudnn.benchmark on. Prints one JSON line in peer_torch.py's schema.

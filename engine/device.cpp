@@ -30,16 +30,6 @@ std::string Device::str() const {
 }
 
 #if SONATA_WITH_CUDA
-bool cuda_compiled() {
-  return true;
-}
-#else
-bool cuda_compiled() {
-  return false;
-}
-#endif
-
-#if SONATA_WITH_CUDA
 namespace {
 struct CudaProbe {
   int count = 0;

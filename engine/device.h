@@ -22,8 +22,7 @@ struct Device {
   bool operator==(const Device&) const = default;
 };
 
-// Whether this build has the CUDA backend and the machine a usable device.
-bool cuda_compiled();
+// Whether the machine has a usable device for this build (none without the CUDA backend).
 int cuda_device_count();  // 0 without a driver, a device, or the CUDA build
 bool cuda_available();
 // Why cuda_available() is false, in one sentence (for skipped tests and --device errors).

@@ -49,6 +49,14 @@ std::vector<int64_t> checked_lengths(const Tensor& lengths, int64_t batch, int64
   return values;
 }
 
+// log_softmax over the classes; half-precision logits are normalised in f32, as the peer's
+// .float().log_softmax(-1).
+Tensor log_probabilities(const Tensor& logits) {
+  const DType dtype = logits.dtype();
+  return log_softmax(
+      dtype == DType::f16 || dtype == DType::bf16 ? cast(logits, DType::f32) : logits, 2);
+}
+
 }  // namespace
 
 Ds2::Ds2(const Ds2Options& options) : options_(options) {
@@ -84,9 +92,9 @@ Ds2::Ds2(const Ds2Options& options) : options_(options) {
       layer.bidirectional = options.bidirectional;
       layer.sum_directions = sum;
       layer.batch_norm = options.seq_batch_norm && k > 0;
-      layers_.push_back(std::make_shared<BatchRnn>(layer));
-      rnns->push_back(layers_.back());
-      inputs = layers_.back()->output_size();
+      rnns_.push_back(std::make_shared<BatchRnn>(layer));
+      rnns->push_back(rnns_.back());
+      inputs = rnns_.back()->output_size();
     }
   } else {
     RnnOptions rnn;
@@ -98,6 +106,7 @@ Ds2::Ds2(const Ds2Options& options) : options_(options) {
   }
   const int64_t fc_inputs = options.hidden * (options.bidirectional && !sum ? 2 : 1);
   fc_ = register_module("fc", std::make_shared<Linear>(fc_inputs, options.num_classes));
+  layers_ = make_layers();
 }
 
 int64_t Ds2::output_frames(int64_t frames) const {
@@ -111,77 +120,58 @@ Tensor Ds2::forward(const Tensor& x) {
 }
 
 Ds2Output Ds2::forward(const Tensor& x, const Tensor& lengths) {
-  Ds2Output out = forward_logits(x, lengths);
-  // Half-precision logits are normalised in f32, as the peer's .float().log_softmax(-1).
-  const DType dtype = out.output.dtype();
-  const Tensor logits =
-      dtype == DType::f16 || dtype == DType::bf16 ? cast(out.output, DType::f32) : out.output;
-  out.output = log_softmax(logits, 2);
-  return out;
+  const LayerValue out = run_layers(layers_, {0, layers_.size()}, {x, lengths});
+  return {out.x, out.lengths};
 }
 
-Ds2Output Ds2::forward_logits(const Tensor& input, const Tensor& lengths) {
-  SONATA_CHECK(input.defined() && input.dim() == 4 && input.size(1) == 1 &&
-                   input.size(3) == options_.num_mels,
-               "ds2: expected input [N, 1, T, ", options_.num_mels, "], got ",
-               input.defined() ? shape_str(input.shape()) : std::string("undefined"));
-  const int64_t batch = input.size(0), frames = input.size(2);
-  std::vector<int64_t> valid = checked_lengths(lengths, batch, frames);
-  for (int64_t& length : valid) length = output_frames(length);
-  const Tensor output_lengths = from_vector(valid, {batch});
-
-  Tensor x = conv_->forward(input);  // [N, conv_channels, T', F']
-  const int64_t steps = x.size(2);
-  x = x.permute({2, 0, 1, 3}).reshape({steps, batch, -1});
-  if (layered()) {
-    for (const auto& layer : layers_) x = layer->forward(x, output_lengths);
-  } else {
-    x = rnn_->forward(x, output_lengths).output;
-  }
-  return {fc_->forward(x), output_lengths};
+Ds2Output Ds2::forward_logits(const Tensor& x, const Tensor& lengths) {
+  const LayerValue features = run_layers(layers_, {0, layers_.size() - 1}, {x, lengths});
+  return {fc_->forward(features.x), features.lengths};
 }
 
-LayerSequence Ds2::pipeline_layers() {
-  LayerSequence layers;
+ModelLayer Ds2::conv_block(size_t block) {
   const auto& conv = conv_->children();
   const size_t per_block = conv.size() / std::size(kConvs);
-  for (size_t block = 0; block < std::size(kConvs); ++block) {
-    ModelLayer layer;
-    const size_t begin = block * per_block, end = begin + per_block;
-    layer.name = str("conv.", begin, "-", end - 1);
-    std::vector<Module*> modules;
-    for (size_t k = begin; k < end; ++k) {
-      layer.modules.emplace_back("conv." + conv[k].first, conv[k].second);
-      modules.push_back(conv[k].second.get());
-    }
-    const bool opens = block == 0, closes = block + 1 == std::size(kConvs);
-    layer.forward = [this, modules, opens, closes](const LayerValue& in) {
-      LayerValue out = in;
-      if (opens) {  // forward_logits' checks; the lengths become explicit
-        SONATA_CHECK(in.x.defined() && in.x.dim() == 4 && in.x.size(1) == 1 &&
-                         in.x.size(3) == options_.num_mels,
-                     "ds2: expected input [N, 1, T, ", options_.num_mels, "], got ",
-                     in.x.defined() ? shape_str(in.x.shape()) : std::string("undefined"));
-        const int64_t batch = in.x.size(0);
-        out.lengths = from_vector(checked_lengths(in.lengths, batch, in.x.size(2)), {batch});
-      }
-      for (Module* module : modules) out.x = module->forward(out.x);
-      if (closes) {
-        const int64_t steps = out.x.size(2), batch = out.x.size(0);
-        out.x = out.x.permute({2, 0, 1, 3}).reshape({steps, batch, -1});
-        std::vector<int64_t> valid = out.lengths.to_vector<int64_t>();
-        for (int64_t& length : valid) length = output_frames(length);
-        out.lengths = from_vector(valid, {batch});
-      }
-      return out;
-    };
-    layers.push_back(std::move(layer));
+  const size_t begin = block * per_block, end = begin + per_block;
+  ModelLayer layer;
+  layer.name = str("conv.", begin, "-", end - 1);
+  std::vector<Module*> modules;
+  for (size_t k = begin; k < end; ++k) {
+    layer.modules.emplace_back("conv." + conv[k].first, conv[k].second);
+    modules.push_back(conv[k].second.get());
   }
+  const bool opens = block == 0, closes = block + 1 == std::size(kConvs);
+  layer.forward = [this, modules, opens, closes](const LayerValue& in) {
+    LayerValue out = in;
+    if (opens) {  // the input checks; the lengths become explicit
+      SONATA_CHECK(in.x.defined() && in.x.dim() == 4 && in.x.size(1) == 1 &&
+                       in.x.size(3) == options_.num_mels,
+                   "ds2: expected input [N, 1, T, ", options_.num_mels, "], got ",
+                   in.x.defined() ? shape_str(in.x.shape()) : std::string("undefined"));
+      const int64_t batch = in.x.size(0);
+      out.lengths = from_vector(checked_lengths(in.lengths, batch, in.x.size(2)), {batch});
+    }
+    for (Module* module : modules) out.x = module->forward(out.x);
+    if (closes) {  // [N, C, T', F'] -> [T', N, C * F'], and the lengths along T'
+      const int64_t steps = out.x.size(2), batch = out.x.size(0);
+      out.x = out.x.permute({2, 0, 1, 3}).reshape({steps, batch, -1});
+      std::vector<int64_t> valid = out.lengths.to_vector<int64_t>();
+      for (int64_t& length : valid) length = output_frames(length);
+      out.lengths = from_vector(valid, {batch});
+    }
+    return out;
+  };
+  return layer;
+}
+
+LayerSequence Ds2::make_layers() {
+  LayerSequence layers;
+  for (size_t block = 0; block < std::size(kConvs); ++block) layers.push_back(conv_block(block));
   if (layered()) {
-    for (size_t k = 0; k < layers_.size(); ++k) {
-      BatchRnn* rnn = layers_[k].get();
+    for (size_t k = 0; k < rnns_.size(); ++k) {
+      BatchRnn* rnn = rnns_[k].get();
       layers.push_back(
-          {str("rnns.", k), {{str("rnns.", k), layers_[k]}}, [rnn](const LayerValue& in) {
+          {str("rnns.", k), {{str("rnns.", k), rnns_[k]}}, [rnn](const LayerValue& in) {
              return LayerValue{rnn->forward(in.x, in.lengths), in.lengths};
            }});
     }
@@ -191,15 +181,10 @@ LayerSequence Ds2::pipeline_layers() {
                         return LayerValue{rnn->forward(in.x, in.lengths).output, in.lengths};
                       }});
   }
+  // forward_logits() runs this Linear alone, without the normalisation.
   Linear* fc = fc_.get();
   layers.push_back({"fc", {{"fc", fc_}}, [fc](const LayerValue& in) {
-                      // As forward(): half-precision logits are normalised in f32.
-                      const Tensor logits = fc->forward(in.x);
-                      const DType dtype = logits.dtype();
-                      const Tensor wide = dtype == DType::f16 || dtype == DType::bf16
-                                              ? cast(logits, DType::f32)
-                                              : logits;
-                      return LayerValue{log_softmax(wide, 2), in.lengths};
+                      return LayerValue{log_probabilities(fc->forward(in.x)), in.lengths};
                     }});
   return layers;
 }
@@ -220,11 +205,18 @@ std::shared_ptr<Module> make_ds2(const ModelConfig& config) {
   options.conv_channels = config.get_int("conv-channels", options.conv_channels);
   options.hidden = config.get_int("hidden", options.hidden);
   options.layers = config.get_int("layers", options.layers);
-  options.rnn =
-      config.get_choice("rnn", "lstm", {"lstm", "gru"}) == "gru" ? RnnKind::gru : RnnKind::lstm;
-  options.bidirectional = config.get_choice("bidirectional", "1", {"0", "1"}) == "1";
-  options.sum_directions = config.get_choice("merge", "concat", {"concat", "sum"}) == "sum";
-  options.seq_batch_norm = config.get_choice("seq-batch-norm", "0", {"0", "1"}) == "1";
+  // The choices' defaults are Ds2Options' own.
+  const auto bit = [](bool value) { return value ? "1" : "0"; };
+  options.rnn = config.get_choice("rnn", options.rnn == RnnKind::gru ? "gru" : "lstm",
+                                  {"lstm", "gru"}) == "gru"
+                    ? RnnKind::gru
+                    : RnnKind::lstm;
+  options.bidirectional =
+      config.get_choice("bidirectional", bit(options.bidirectional), {"0", "1"}) == "1";
+  options.sum_directions = config.get_choice("merge", options.sum_directions ? "sum" : "concat",
+                                             {"concat", "sum"}) == "sum";
+  options.seq_batch_norm =
+      config.get_choice("seq-batch-norm", bit(options.seq_batch_norm), {"0", "1"}) == "1";
   return std::make_shared<Ds2>(options);
 }
 

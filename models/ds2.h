@@ -53,29 +53,37 @@ class Ds2 : public Module {
   // Log-probabilities [T', N, C], every sample taken as full length.
   Tensor forward(const Tensor& x) override;
   // x [N, 1, T, F]; lengths i64 or i32 [N] with values in [0, T] (undefined: all T).
+  // Runs every layer of layers().
   Ds2Output forward(const Tensor& x, const Tensor& lengths);
-  // The same before log_softmax, for ctc_loss_from_logits.
+  // The same before log_softmax, for ctc_loss_from_logits: every layer but the last, then
+  // the last one's Linear without its normalisation.
   Ds2Output forward_logits(const Tensor& x, const Tensor& lengths);
 
   // Output frames for `frames` input frames: each conv's
   // floor((L + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1 along time.
   int64_t output_frames(int64_t frames) const;
   const Ds2Options& options() const { return options_; }
-  // The top-level sequence for pipeline stages, cut between blocks: each conv block
-  // ("conv.0-2", "conv.3-5"; the second also turns [N, C, T', F'] into [T', N, C * F'] and
-  // the input lengths into output lengths), the RNN stack ("rnn") or each of its layers
-  // ("rnns.k"), then fc with log_softmax. Run in order on {x, lengths} it equals
-  // forward(x, lengths): output and output_lengths. The layers refer to this model.
-  LayerSequence pipeline_layers();
+  // The model as its ordered layers, cut between blocks: each conv block ("conv.0-2",
+  // "conv.3-5"; the first checks the input and makes the lengths explicit, the second turns
+  // [N, C, T', F'] into [T', N, C * F'] and the input lengths into output lengths), the RNN
+  // stack ("rnn") or each of its layers ("rnns.k"), then fc with log_softmax. Run on
+  // {x, lengths} they are forward(x, lengths); a pipeline stage runs a range of them. They
+  // refer to this model.
+  const LayerSequence& layers() const { return layers_; }
+  // The same layers, under the name the pipeline runtime and benchmarks use.
+  LayerSequence pipeline_layers() const { return layers_; }
 
  private:
-  bool layered() const { return !layers_.empty(); }
+  LayerSequence make_layers();
+  ModelLayer conv_block(size_t block);
+  bool layered() const { return !rnns_.empty(); }
 
   Ds2Options options_;
   std::shared_ptr<Sequential> conv_;
-  std::shared_ptr<RecurrentBase> rnn_;             // the default: one torch-style RNN stack
-  std::vector<std::shared_ptr<BatchRnn>> layers_;  // or one module per layer (under "rnns")
+  std::shared_ptr<RecurrentBase> rnn_;           // the default: one torch-style RNN stack
+  std::vector<std::shared_ptr<BatchRnn>> rnns_;  // or one module per layer (under "rnns")
   std::shared_ptr<Linear> fc_;
+  LayerSequence layers_;  // built last, over the modules above
 };
 
 // Options from the registry's strings: num-mels, num-classes (or vocab-size), conv-channels,

@@ -65,29 +65,14 @@ Vgg::Vgg(const VggOptions& options) : options_(options) {
   classifier_->push_back(std::make_shared<ReLU>());
   classifier_->push_back(std::make_shared<Dropout>(options.dropout));
   add_linear(hidden, options.num_classes);
+  layers_ = make_layers();
 }
 
-Tensor Vgg::forward(const Tensor& input) {
-  SONATA_CHECK(input.dim() == 4 && input.shape()[1] == options_.in_channels,
-               "vgg19_bn: expected input [N, ", options_.in_channels, ", H, W], got ",
-               shape_str(input.shape()));
-  Tensor x = options_.channels_last ? to_channels_last(input) : input;
-  const size_t layers = features_->size();
-  for (size_t i = 0; i < layers; ++i) {
-    Module& layer = (*features_)[i];
-    auto* bn = dynamic_cast<BatchNorm*>(&layer);
-    if (bn && i + 1 < layers && dynamic_cast<ReLU*>(&(*features_)[i + 1])) {
-      x = bn->forward_relu(x);
-      ++i;
-    } else {
-      x = layer.forward(x);
-    }
-  }
-  x = avgpool_->forward(x).flatten(1);
-  return classifier_->forward(x);
+Tensor Vgg::forward(const Tensor& x) {
+  return run_layers(layers_, {0, layers_.size()}, {x, Tensor()}).x;
 }
 
-LayerSequence Vgg::pipeline_layers() {
+LayerSequence Vgg::make_layers() {
   LayerSequence layers;
   const size_t count = features_->size();
   const auto& features = features_->children();
@@ -100,7 +85,7 @@ LayerSequence Vgg::pipeline_layers() {
     for (size_t k = i; k < i + size; ++k)
       layer.modules.emplace_back("features." + features[k].first, features[k].second);
     Module* first = features[i].second.get();
-    // The input checks and the channels-last conversion of forward() open the first layer.
+    // The input checks and the channels-last conversion open the first layer.
     const bool opens = i == 0;
     layer.forward = [this, first, bn, block, opens](const LayerValue& in) {
       Tensor x = in.x;
@@ -139,7 +124,9 @@ std::shared_ptr<Module> make_vgg19_bn(const ModelConfig& config) {
   options.in_channels = config.get_int("in-channels", options.in_channels);
   options.width = config.get_double("width", options.width);
   options.dropout = config.get_double("dropout", options.dropout);
-  options.channels_last = config.get_choice("channels-last", "false", {"false", "true"}) == "true";
+  options.channels_last =
+      config.get_choice("channels-last", options.channels_last ? "true" : "false",
+                        {"false", "true"}) == "true";
   return std::make_shared<Vgg>(options);
 }
 

@@ -24,19 +24,26 @@ struct VggOptions {
 class Vgg : public Module {
  public:
   explicit Vgg(const VggOptions& options);
-  // BatchNorm followed by ReLU runs as one fused op.
+  // Runs every layer of layers().
   Tensor forward(const Tensor& x) override;
   const VggOptions& options() const { return options_; }
-  // The top-level sequence for pipeline stages, equal to forward() when run in order: each
-  // conv with its BN and ReLU ("features.0-2"), each max pool, the average pool with the
-  // flatten ("avgpool"), then each classifier module. The layers refer to this model.
-  LayerSequence pipeline_layers();
+  // The model as its ordered layers: each conv with its BN and ReLU ("features.0-2", BN and
+  // ReLU fused in one op; the first layer also checks the input and converts it to
+  // channels-last when asked), each max pool, the average pool with the flatten
+  // ("avgpool"), then each classifier module. A pipeline stage runs a range of them. They
+  // refer to this model.
+  const LayerSequence& layers() const { return layers_; }
+  // The same layers, under the name the pipeline runtime and benchmarks use.
+  LayerSequence pipeline_layers() const { return layers_; }
 
  private:
+  LayerSequence make_layers();
+
   VggOptions options_;
   std::shared_ptr<Sequential> features_;
   std::shared_ptr<Module> avgpool_;
   std::shared_ptr<Sequential> classifier_;
+  LayerSequence layers_;  // built last, over the modules above
 };
 
 // Options from the registry's strings: num-classes, in-channels, width, dropout,

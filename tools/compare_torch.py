@@ -15,7 +15,7 @@ convs with BatchNorm, 3-layer BiLSTM of 256, Linear(512, 29), 5.3M parameters; t
 log_probs, output_lengths and CTC loss (mean, blank 0)) on a ragged batch of 4 utterances
 (400, 361, 300 and 257 frames, unsorted, zero-padded; targets of 20-40 labels with repeats).
 PyTorch packs the conv features with pack_padded_sequence(enforce_sorted=False), as
-tools/make_ds2_fixtures.py does (its DS2 class is the model here); sonata runs its own
+tests/fixtures/make_ds2.py does (its DS2 class is the model here); sonata runs its own
 ragged RNN. --batch and --size apply to vgg19_bn only. (tests/models/test_ds2_parity.cpp
 covers the narrow DS2 variants from fixtures.)
 
@@ -110,7 +110,7 @@ class Vgg19Bn:
 
 class Ds2:
     """bench/peer_torch.py's DeepSpeech2-small at full size, as
-    tools/make_ds2_fixtures.py builds it for a ragged batch (pack_padded_sequence)."""
+    tests/fixtures/make_ds2.py builds it for a ragged batch (pack_padded_sequence)."""
     config = dict(num_mels=80, num_classes=29, hidden=256, layers=3, rnn="lstm",
                   merge="concat", seq_batch_norm=False)
     # Unsorted, so that enforce_sorted=False reorders; output frames 181, 200, 129, 150.
@@ -120,7 +120,8 @@ class Ds2:
     exact_outputs = ("output_lengths",)
 
     def build(self, seed):
-        import make_ds2_fixtures as fixtures
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures"))
+        import make_ds2 as fixtures
         torch.manual_seed(seed)
         model = fixtures.DS2(**self.config)
         # BN weights and statistics away from 0/1, fc bias in [-0.5, 0.5], values float32.

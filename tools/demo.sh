@@ -50,7 +50,7 @@ rm -rf "$runs"
 # The recipes live in tools/recipes/ (the benchmarks train the same); options given here win
 # over the recipe's (`tools/demo.sh speech --epochs 3`).
 if [ "$demo" = speech ]; then
-  python3 tools/make_speech_demo.py --out "$data/speech"
+  python3 tools/demo/make_speech_demo.py --out "$data/speech"
   exec "$build_dir/trainer" --config tools/recipes/speech_demo.yaml \
     --train "$data/speech/train.tsv" --val "$data/speech/dev.tsv" --test "$data/speech/test.tsv" \
     --checkpoint-dir "$runs" "$@"
@@ -60,7 +60,7 @@ elif [ "$demo" = fsdd ]; then
     --train "$data/fsdd/train.tsv" --val "$data/fsdd/dev.tsv" --test "$data/fsdd/test.tsv" \
     --checkpoint-dir "$runs" "$@"
 else
-  python3 tools/make_genre_demo.py --out "$data/genre"
+  python3 tools/demo/make_genre_demo.py --out "$data/genre"
   exec "$build_dir/trainer" --config tools/recipes/genre_demo.yaml \
     --train "$data/genre/train.tsv" --val "$data/genre/val.tsv" --test "$data/genre/test.tsv" \
     --checkpoint-dir "$runs" "$@"

@@ -23,7 +23,7 @@
 # later are skipped), SONATA_GPU_BENCH=0 (no stages 4 to 6), SONATA_GPU_TRAIN=0 (no
 # training in stage 3), SONATA_SPEECH_DATA (.deps/speech).
 # On the lent GPU machines (no Debian packages, no network): run tools/fetch_gpu_deps.sh and
-# tools/make_gpu_check_corpus.sh here first and carry .deps (the PyTorch peers are in
+# tools/demo/make_gpu_check_corpus.sh here first and carry .deps (the PyTorch peers are in
 # bench/, part of the checkout). RESULTS_DIR
 # holds 8 files (the device tool brings back 8 at most): summary.md, build.log,
 # cuda_tests.log, cpu_tests.log, compare.md, bench.jsonl, bench.log (training logs too),
@@ -162,7 +162,7 @@ elif [ ! -x "$build/smoke" ]; then
 fi
 
 # The speech demo's model (8-channel convolutions, two BiLSTM layers of 128) trained from
-# the feature cache that tools/make_gpu_check_corpus.sh writes: GPU machines have neither
+# the feature cache that tools/demo/make_gpu_check_corpus.sh writes: GPU machines have neither
 # espeak-ng nor libsndfile to make or decode the audio.
 speech=${SONATA_SPEECH_DATA:-.deps/speech}
 train_speech() {  # train_speech PRECISION
@@ -186,7 +186,7 @@ if [ "${SONATA_GPU_TRAIN:-1}" = 1 ]; then
   if [ ! -x "$build/trainer" ]; then
     failed "train speech (cuda)" "trainer not built"
   elif [ ! -f "$speech/train.tsv" ] || [ ! -f "$speech/cache/index.json" ]; then
-    row "train speech (cuda)" "skipped" "no corpus in $speech (run tools/make_gpu_check_corpus.sh before, on a machine with espeak-ng)"
+    row "train speech (cuda)" "skipped" "no corpus in $speech (run tools/demo/make_gpu_check_corpus.sh before, on a machine with espeak-ng)"
   else
     for precision in fp32 bf16 fp16; do train_speech "$precision"; done
   fi

@@ -8,7 +8,7 @@
 // the clip's own rate (kernels/cpu/cqt.h), as nnAudio's CQT1992v2 does. librosa computes the
 // same response octave by octave, halving the rate with a resampler for each lower octave, and
 // by default drops the smallest 1 % of each filter's spectrum (sparsity 0.01), which leaves a
-// leakage floor in weak cells. Measured on the fixture (tools/make_cqt_fixtures.py: librosa
+// leakage floor in weak cells. Measured on the fixture (tests/fixtures/make_cqt.py: librosa
 // 0.10.2 from its source, res_type="polyphase" as Debian has no soxr for librosa's default),
 // over the cells above -60 dB, at 22050 Hz (16 kHz in brackets):
 //   vs librosa.cqt(sparsity=0): top octave (no resampling there) within 0.07 dB (0.09), mean

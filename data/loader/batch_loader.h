@@ -14,17 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "data/loader/host_batch.h"
 #include "engine/tensor.h"
 
 namespace sonata {
-
-// A batch as the host prepares it: CPU tensors (the task says which is which), the number of
-// items and the seconds of audio they hold (for throughput figures).
-struct HostBatch {
-  std::vector<Tensor> tensors;
-  int64_t items = 0;
-  double audio_seconds = 0;
-};
 
 class BatchLoader {
  public:

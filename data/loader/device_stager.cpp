@@ -18,7 +18,8 @@ namespace sonata {
 void pin_batch(HostBatch& batch) {
   if (!cuda_available()) return;
   SONATA_NVTX_RANGE("sonata::loader::pin_batch");
-  for (Tensor& tensor : batch.tensors) {
+  for (BatchField& field : batch.fields) {
+    Tensor& tensor = field.tensor;
     if (!tensor.device().is_cpu() || tensor.is_pinned() || tensor.numel() == 0) continue;
     TensorOptions pinned = tensor.options();
     pinned.pinned = true;
@@ -38,8 +39,7 @@ struct DeviceStager::CopyState {
 struct DeviceStager::CopyState {};
 #endif
 
-DeviceStager::DeviceStager(Device device, std::vector<size_t> device_tensors)
-    : device_(device), device_tensors_(std::move(device_tensors)) {
+DeviceStager::DeviceStager(Device device) : device_(device) {
 #if SONATA_WITH_CUDA
   if (device_.is_cuda()) {
     const CudaDeviceGuard on_device(device_);  // the events belong to the stager's device
@@ -57,28 +57,27 @@ DeviceStager::~DeviceStager() {
 
 void DeviceStager::stage(HostBatch batch) {
   SONATA_CHECK(!pending_, "DeviceStager: stage() with a batch already staged; take() it first");
-  for (size_t index : device_tensors_)
-    SONATA_CHECK(index < batch.tensors.size(), "DeviceStager: the batch has ", batch.tensors.size(),
-                 " tensors, no tensor ", index, " to move to ", device_.str());
 #if SONATA_WITH_CUDA
   if (device_.is_cuda()) {
     SONATA_NVTX_RANGE("sonata::loader::stage");
     cudaStream_t compute = current_stream(device_.index);
     cudaStream_t copy = copies_->stream.get();
+    std::vector<Tensor*> sources;
+    for (BatchField& field : batch.fields)
+      if (field.staged) sources.push_back(&field.tensor);
     std::vector<Tensor> destinations;
     // Allocated on the compute stream, which frees them after the step; the copy stream
     // waits for the allocation. Recorded on the copy stream, so that a batch dropped before
     // its copy ends (clear() at an epoch start, the destructor) is not freed under the copy.
-    for (size_t index : device_tensors_) {
-      destinations.push_back(
-          empty(batch.tensors[index].shape(), batch.tensors[index].options().with(device_)));
+    for (const Tensor* source : sources) {
+      destinations.push_back(empty(source->shape(), source->options().with(device_)));
       destinations.back().record_stream(copy);
     }
     Event allocated;
     allocated.record(compute);
     allocated.block(copy);
-    for (size_t k = 0; k < device_tensors_.size(); ++k) {
-      Tensor& source = batch.tensors[device_tensors_[k]];
+    for (size_t k = 0; k < sources.size(); ++k) {
+      Tensor& source = *sources[k];
       if (!source.is_contiguous()) source = source.contiguous();
       const size_t nbytes = size_t(source.numel()) * dtype_size(source.dtype());
       if (nbytes > 0) {

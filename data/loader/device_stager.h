@@ -2,15 +2,15 @@
 // Host-to-device staging of the loader's batches, one batch ahead of the step (PyTorch's
 // pin_memory + non_blocking copies, with the copy on a stream of its own):
 //
-//   DeviceStager stager(device, {0});   // tensors[0], the model input, goes to the device
+//   DeviceStager stager(device);         // the batch's staged fields go to the device
 //   stager.stage(*loader.next());        // copy of batch 0 starts
 //   while (stager.staged()) {
-//     HostBatch batch = stager.take();   // batch i, its input on the device
+//     HostBatch batch = stager.take();   // batch i, its staged fields on the device
 //     if (auto next = loader.next()) stager.stage(std::move(*next));  // i + 1 copies ...
 //     step(batch);                       // ... while step i computes
 //   }
 //
-// On CUDA the listed tensors should already be in page-locked memory (pin_batch, which the
+// On CUDA the staged fields should already be in page-locked memory (pin_batch, which the
 // loader's workers run when asked): the copy engine then reads them without the driver's
 // pageable staging, on the stager's copy stream, while the compute stream runs the previous
 // step. take() makes the caller's current stream wait for the copy (an event; the host never
@@ -36,8 +36,8 @@ void pin_batch(HostBatch& batch);
 
 class DeviceStager {
  public:
-  // `device_tensors`: the indices in HostBatch::tensors that move to `device`.
-  DeviceStager(Device device, std::vector<size_t> device_tensors);
+  // Moves each batch's staged fields (BatchField::staged) to `device`.
+  explicit DeviceStager(Device device);
   ~DeviceStager();
   DeviceStager(const DeviceStager&) = delete;
   DeviceStager& operator=(const DeviceStager&) = delete;
@@ -45,7 +45,7 @@ class DeviceStager {
   // Starts the copies of `batch` (one batch may be staged at a time).
   void stage(HostBatch batch);
   bool staged() const { return pending_.has_value(); }
-  // The staged batch, its listed tensors on the device and ready for the current stream.
+  // The staged batch, its staged fields on the device and ready for the current stream.
   HostBatch take();
   // Drops a staged batch (a new epoch, a restart).
   void clear();
@@ -54,7 +54,6 @@ class DeviceStager {
   struct CopyState;  // the copy stream and events (CUDA builds)
 
   Device device_;
-  std::vector<size_t> device_tensors_;
   std::unique_ptr<CopyState> copies_;  // before pending_: outlives the batch recorded on it
   std::optional<HostBatch> pending_;
 };

@@ -1,4 +1,5 @@
-// The CTC loss ops: validation, workspaces (alpha now, beta in the backward), the kernels,
+// The CTC loss ops: validation, workspaces (alpha, and beta when the loss will be
+// differentiated: the forward computes both, see kernels/common/ctc_plan.h), the kernels,
 // and the reductions, which go through ordinary differentiable ops so that autograd scales
 // each sample's incoming gradient exactly as PyTorch's composite ctc_loss does.
 #include "engine/ops/ctc.h"
@@ -59,21 +60,25 @@ Tensor per_sample_losses(const char* name, const Tensor& input, const Tensor& lo
   const Device device = log_probs.device();
   const TensorOptions accumulate = log_probs.options().with(accumulate_dtype(log_probs));
   const Tensor alpha = empty({problem.batch, problem.max_time, problem.max_states}, accumulate);
+  // record() keeps a backward exactly when this holds, so beta is computed exactly when the
+  // backward will read it (on CUDA in the same launch as alpha, its chain beside alpha's).
+  const bool differentiated = needs_grad({input});
+  const Tensor beta = differentiated ? empty_like(alpha) : Tensor();
   const Tensor nll = empty({problem.batch}, accumulate);
   Tensor loss = empty({problem.batch}, log_probs.options().with(loss_dtype(log_probs.dtype())));
   if (problem.batch > 0)
     SONATA_BACKEND(device, ctc_loss_forward, log_probs.dtype(), log_probs.data_ptr(), batch.view(),
-                   problem, alpha.data_ptr(), nll.data_ptr(), loss.data_ptr());
+                   problem, alpha.data_ptr(), differentiated ? beta.data_ptr() : nullptr,
+                   nll.data_ptr(), loss.data_ptr());
   const Tensor saved_log_probs = save(log_probs);
   const DType input_dtype = input.dtype(), grad_loss_dtype = loss.dtype();
   record(name, {input}, {&loss}, [=](const std::vector<Tensor>& g) {
     const Tensor grad_loss = g[0].to(grad_loss_dtype).contiguous();
-    const Tensor beta = empty_like(alpha);
     Tensor grad = empty_like(saved_log_probs);
     if (problem.batch > 0)
       SONATA_BACKEND(device, ctc_loss_backward, saved_log_probs.dtype(), grad_loss.data_ptr(),
                      saved_log_probs.data_ptr(), batch.view(), problem, alpha.data_ptr(),
-                     nll.data_ptr(), beta.data_ptr(), grad.data_ptr());
+                     beta.data_ptr(), nll.data_ptr(), grad.data_ptr());
     return std::vector<Tensor>{grad.dtype() == input_dtype ? grad : grad.to(input_dtype)};
   });
   return loss;

@@ -175,36 +175,41 @@ void gradient_row(const Sample<T>& x, const Lattice& lattice, int64_t t, const d
 }  // namespace
 
 void ctc_loss_forward(DType dtype, const void* log_probs, const CtcTargets& targets,
-                      const CtcProblem& problem, void* log_alpha, void* neg_log_likelihood,
-                      void* loss) {
+                      const CtcProblem& problem, void* log_alpha, void* log_beta,
+                      void* neg_log_likelihood, void* loss) {
   SONATA_NVTX_RANGE("sonata::cpu::ctc_loss_forward");
   dispatch_float(dtype, "ctc_loss_forward", [&]<typename T>() {
     const T* lp = static_cast<const T*>(log_probs);
     double* alpha_all = static_cast<double*>(log_alpha);
+    double* beta_all = static_cast<double*>(log_beta);
     double* nll_out = static_cast<double*>(neg_log_likelihood);
     T* loss_out = static_cast<T*>(loss);
     // Samples differ in length by up to T * L work, hence dynamic scheduling.
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t n = 0; n < problem.batch; ++n) {
       const Sample<T> sample(lp, targets, problem, n);
-      const double nll = forward_sample(sample, Lattice(sample),
-                                        alpha_all + n * problem.max_time * problem.max_states);
+      const Lattice lattice(sample);
+      const int64_t workspace = n * problem.max_time * problem.max_states;
+      const double nll = forward_sample(sample, lattice, alpha_all + workspace);
       nll_out[n] = nll;
-      loss_out[n] = T(problem.zero_infinity && nll == kInf ? 0.0 : nll);
+      const bool zeroed = problem.zero_infinity && nll == kInf;
+      loss_out[n] = T(zeroed ? 0.0 : nll);
+      if (beta_all && !zeroed && sample.input_length > 0)
+        backward_beta(sample, lattice, beta_all + workspace);
     }
   });
 }
 
 void ctc_loss_backward(DType dtype, const void* grad_loss, const void* log_probs,
                        const CtcTargets& targets, const CtcProblem& problem, const void* log_alpha,
-                       const void* neg_log_likelihood, void* log_beta, void* grad_log_probs) {
+                       const void* log_beta, const void* neg_log_likelihood, void* grad_log_probs) {
   SONATA_NVTX_RANGE("sonata::cpu::ctc_loss_backward");
   dispatch_float(dtype, "ctc_loss_backward", [&]<typename T>() {
     const T* lp = static_cast<const T*>(log_probs);
     const T* grad_loss_in = static_cast<const T*>(grad_loss);
     const double* alpha_all = static_cast<const double*>(log_alpha);
     const double* nll_in = static_cast<const double*>(neg_log_likelihood);
-    double* beta_all = static_cast<double*>(log_beta);
+    const double* beta_all = static_cast<const double*>(log_beta);
     T* grad = static_cast<T*>(grad_log_probs);
     const int64_t row_stride = problem.batch * problem.classes;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -216,7 +221,6 @@ void ctc_loss_backward(DType dtype, const void* grad_loss, const void* log_probs
       const int64_t workspace = n * problem.max_time * problem.max_states;
       if (live_rows > 0) {
         const Lattice lattice(sample);
-        backward_beta(sample, lattice, beta_all + workspace);
         CollectBuffers buffers(sample.states(), problem.classes);
         for (int64_t t = 0; t < live_rows; ++t)
           gradient_row(sample, lattice, t, alpha_all + workspace, beta_all + workspace, nll,

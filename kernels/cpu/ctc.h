@@ -14,12 +14,15 @@
 namespace sonata::kernels::cpu {
 
 // loss[n] = -log p(target_n | x_n), +inf when no alignment exists (0 with zero_infinity);
-// neg_log_likelihood keeps the raw value for the backward.
+// neg_log_likelihood keeps the raw value for the backward. With `log_beta` (the loss will be
+// differentiated) the beta recursion runs too, as the CUDA twin's does; nullptr skips it.
+// Samples that zero_infinity zeroes get no beta (the gradient never reads it).
 void ctc_loss_forward(DType dtype, const void* log_probs, const CtcTargets& targets,
-                      const CtcProblem& problem, void* log_alpha, void* neg_log_likelihood,
-                      void* loss);
+                      const CtcProblem& problem, void* log_alpha, void* log_beta,
+                      void* neg_log_likelihood, void* loss);
 
-// PyTorch's gradient w.r.t. log_probs, for every [T, N, C] element:
+// PyTorch's gradient w.r.t. log_probs from the forward's alpha and beta, for every [T, N, C]
+// element:
 //   grad[t,n,c] = (exp(lp[t,n,c]) - exp(log sum_{s: l'_s = c} alpha_t(s) beta_t(s) + nll_n
 //                  - lp[t,n,c])) * grad_loss[n]            for t < T_n,
 //   0 for t >= T_n, and 0 for the whole sample when zero_infinity and nll_n is +inf.
@@ -27,6 +30,6 @@ void ctc_loss_forward(DType dtype, const void* log_probs, const CtcTargets& targ
 // so the composed log_softmax + ctc gradient is exactly softmax - posterior.
 void ctc_loss_backward(DType dtype, const void* grad_loss, const void* log_probs,
                        const CtcTargets& targets, const CtcProblem& problem, const void* log_alpha,
-                       const void* neg_log_likelihood, void* log_beta, void* grad_log_probs);
+                       const void* log_beta, const void* neg_log_likelihood, void* grad_log_probs);
 
 }  // namespace sonata::kernels::cpu

@@ -2,12 +2,12 @@
 // the per-channel bias in every dtype (f16, bf16, f32, f64) without depending on which
 // types cudnnAddTensor / cudnnConvolutionBackwardBias accept. The gradient runs on the line
 // reductions of lines.cuh: coalesced in both layouts, spread over the SMs, deterministic.
-#include <algorithm>
 
 #include "base/nvtx.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/lines.cuh"
+#include "kernels/cuda/stream_scratch.h"
 
 namespace sonata::kernels::cuda {
 namespace {
@@ -65,18 +65,12 @@ void channel_bias_grad(DType dtype, const void* grad_y, void* grad_bias, int64_t
     // NCHW: each (sample, channel) plane is a contiguous row, summed first (a block or a warp
     // per plane, so n * channels lines fill the GPU), then the [n, channels] plane sums by
     // column, both in fixed orders.
-    void* memory = nullptr;
-    CUDA_CHECK(
-        cudaMallocAsync(&memory, sizeof(A) * size_t(std::max<int64_t>(1, n * channels)), stream));
-    A* plane_sums = static_cast<A*>(memory);
+    const StreamScratch scratch(sizeof(A) * size_t(n * channels), stream);
+    A* plane_sums = scratch.as<A>();
     launch_line_reduction(n * channels, plane, 1, stream, LineSum<T, A, A>{gy, plane_sums});
-    const cudaError_t planes_launch = cudaGetLastError();
-    if (planes_launch == cudaSuccess)
-      launch_line_reduction(1, n, channels, stream, LineSum<A, A, T>{plane_sums, gb});
-    const cudaError_t columns_launch = cudaGetLastError();
-    CUDA_CHECK(cudaFreeAsync(memory, stream));  // ordered after both reductions
-    CUDA_CHECK(planes_launch);
-    CUDA_CHECK(columns_launch);
+    CUDA_CHECK_LAUNCH();
+    launch_line_reduction(1, n, channels, stream, LineSum<A, A, T>{plane_sums, gb});
+    CUDA_CHECK_LAUNCH();
   });
 }
 

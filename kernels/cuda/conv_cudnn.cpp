@@ -41,9 +41,9 @@
 #include <vector>
 
 #include "base/cuda_check.h"
-#include "base/cuda_status.h"
 #include "base/cudnn_check.h"
 #include "base/lru_cache.h"
+#include "kernels/cuda/stream_scratch.h"
 #endif
 
 namespace sonata::kernels::cuda {
@@ -248,42 +248,34 @@ const char* pass_name(ConvPass pass) {
 class FindScratch {
  public:
   FindScratch(const ConvPlan& plan, size_t workspace_bytes, cudaStream_t stream)
-      : stream_(stream), workspace_bytes_(workspace_bytes) {
+      : workspace_bytes_(workspace_bytes) {
     const Conv2dShape& s = plan.shape;
     const size_t element = dtype_size(plan.dtype);
     const size_t sizes[4] = {size_t(s.n * s.c_in * s.h * s.w) * element,
                              size_t(s.c_out * s.c_in * s.kh * s.kw) * element,
                              size_t(s.n * s.c_out * s.h_out * s.w_out) * element, workspace_bytes};
+    // The buffers own their memory, so a throwing memset frees those already allocated.
     for (size_t i = 0; i < 4; ++i) {
       if (sizes[i] == 0) continue;
-      if (cudaMallocAsync(&buffers_[i], sizes[i], stream) != cudaSuccess) {
-        // Out of memory is not an error here (the heuristics need no scratch); clear it so
-        // that it does not surface at the next launch check.
-        (void)cudaGetLastError();
-        buffers_[i] = nullptr;
+      // Out of memory is not an error here (the heuristics need no scratch).
+      buffers_[i] = StreamScratch::try_allocate(sizes[i], stream);
+      if (buffers_[i].empty()) {
         ok_ = false;
         return;
       }
-      CUDA_CHECK(cudaMemsetAsync(buffers_[i], 0, sizes[i], stream));
+      CUDA_CHECK(cudaMemsetAsync(buffers_[i].data(), 0, sizes[i], stream));
     }
   }
-  ~FindScratch() {
-    for (void* buffer : buffers_)
-      if (buffer) CUDA_RELEASE(cudaFreeAsync(buffer, stream_));
-  }
-  FindScratch(const FindScratch&) = delete;
-  FindScratch& operator=(const FindScratch&) = delete;
   bool ok() const { return ok_; }
-  void* x() const { return buffers_[0]; }
-  void* w() const { return buffers_[1]; }
-  void* y() const { return buffers_[2]; }
-  void* workspace() const { return buffers_[3]; }
+  void* x() const { return buffers_[0].data(); }
+  void* w() const { return buffers_[1].data(); }
+  void* y() const { return buffers_[2].data(); }
+  void* workspace() const { return buffers_[3].data(); }
   size_t workspace_bytes() const { return workspace_bytes_; }
 
  private:
-  cudaStream_t stream_;
   size_t workspace_bytes_;
-  std::array<void*, 4> buffers_{};
+  std::array<StreamScratch, 4> buffers_{};
   bool ok_ = true;
 };
 

@@ -1,22 +1,24 @@
-// CTC loss on CUDA. Forward and beta: one block per sample looping over t, its threads
-// covering the 2L+1 extended-label states (several each when the block is smaller), one
+// CTC loss on CUDA. Recursions: one block per sample looping over t, its threads covering
+// the 2L+1 extended-label states (several each when the block is smaller), one
 // __syncthreads per step (two with the row shift); alpha and beta live in the engine's
-// workspace, so any L works. Gradient: one warp per (t, n) row of C classes. Half types and f32
-// accumulate in float, f64 in double.
+// workspace, so any L works. When the loss will be differentiated, beta runs in the
+// forward's launch beside alpha (kernels/common/ctc_plan.h), so a sample's two serial chains
+// overlap. Gradient: one warp per (t, n) row of C classes. Half types and f32 accumulate in
+// float, f64 in double.
 #include "kernels/cuda/ctc.h"
 
 #include <cmath>
 #include <limits>
 
 #include "base/nvtx.h"
+#include "kernels/common/ctc_plan.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace sonata::kernels::cuda {
 namespace {
 
-// Threads per recursion block: enough for every state of the longest target, rounded to a
-// warp; past this, threads loop over states (a step's cost is dominated by its barrier).
-constexpr int kMaxRecursionThreads = 512;
+static_assert(kCtcWarpSize == kWarpSize);
+constexpr int kMaxRecursionWarps = kCtcMaxRecursionThreads / kWarpSize;
 
 template <typename A>
 __device__ __forceinline__ A negative_infinity() {
@@ -84,12 +86,11 @@ __device__ A shift_row(A* row, int64_t states, A local_max, A* warp_maxima) {
 // alpha_t(s) = log_add(alpha_{t-1}(s), alpha_{t-1}(s-1), alpha_{t-1}(s-2) when l'_s differs
 // from l'_{s-2}) + lp[t, l'_s], each row then shifted (see shift_row). The previous row is
 // read from global memory after the barrier that ends the step writing it (visible
-// block-wide; not through the read-only path).
+// block-wide; not through the read-only path). Called by a whole block (it has barriers).
 template <typename T, typename A>
-__global__ void ctc_alpha_kernel(const T* __restrict__ log_probs, CtcTargets targets,
-                                 CtcProblem problem, A* log_alpha, A* neg_log_likelihood, A* loss) {
-  __shared__ A warp_maxima[kMaxRecursionThreads / kWarpSize];
-  const int64_t n = blockIdx.x;
+__device__ void alpha_recursion(int64_t n, const T* __restrict__ log_probs,
+                                const CtcTargets& targets, const CtcProblem& problem, A* log_alpha,
+                                A* neg_log_likelihood, A* loss, A* warp_maxima) {
   const SampleTargets sample(targets, n, problem.blank);
   const int64_t states = sample.states();
   const int64_t row_stride = problem.batch * problem.classes;
@@ -140,18 +141,17 @@ __global__ void ctc_alpha_kernel(const T* __restrict__ log_probs, CtcTargets tar
 
 // beta_t(s) = log_add(beta_{t+1}(s), beta_{t+1}(s+1), beta_{t+1}(s+2) when l'_s differs from
 // l'_{s+2}) + lp[t, l'_s], from beta_{T_n-1} = lp at the two final states; rows shifted as
-// alpha's (the gradient needs no scale).
+// alpha's (the gradient needs no scale). It runs beside alpha, before the likelihood is
+// known, so a sample that zero_infinity will zero gets its beta too (all -inf rows are
+// harmless: shift_row keeps them); the gradient kernel never reads it. Called by a whole
+// block.
 template <typename T, typename A>
-__global__ void ctc_beta_kernel(const T* __restrict__ log_probs, CtcTargets targets,
-                                CtcProblem problem, const A* __restrict__ neg_log_likelihood,
-                                A* log_beta) {
-  __shared__ A warp_maxima[kMaxRecursionThreads / kWarpSize];
-  const int64_t n = blockIdx.x;
+__device__ void beta_recursion(int64_t n, const T* __restrict__ log_probs,
+                               const CtcTargets& targets, const CtcProblem& problem, A* log_beta,
+                               A* warp_maxima) {
   const SampleTargets sample(targets, n, problem.blank);
   const A neg_inf = negative_infinity<A>();
-  // Zeroed samples get no gradient, so their beta is never read.
-  if (sample.input_length == 0 || (problem.zero_infinity && neg_log_likelihood[n] == -neg_inf))
-    return;
+  if (sample.input_length == 0) return;  // no rows, no gradient
   const int64_t states = sample.states();
   const int64_t row_stride = problem.batch * problem.classes;
   const T* lp = log_probs + n * problem.classes;
@@ -180,6 +180,33 @@ __global__ void ctc_beta_kernel(const T* __restrict__ log_probs, CtcTargets targ
     }
     shift_row(current, states, local_max, warp_maxima);
   }
+}
+
+// Evaluation: block n runs sample n's alpha. The bounds keep the registers within what a
+// plan's largest block needs to launch at all.
+template <typename T, typename A>
+__global__ void __launch_bounds__(kCtcMaxRecursionThreads)
+    ctc_alpha_kernel(const T* __restrict__ log_probs, CtcTargets targets, CtcProblem problem,
+                     A* log_alpha, A* neg_log_likelihood, A* loss) {
+  __shared__ A warp_maxima[kMaxRecursionWarps];
+  alpha_recursion<T, A>(blockIdx.x, log_probs, targets, problem, log_alpha, neg_log_likelihood,
+                        loss, warp_maxima);
+}
+
+// Training: blocks [0, N) run alpha, blocks [N, 2N) beta, of the same samples. The branch is
+// per block, so every barrier inside is reached by all of its threads; the two halves share
+// nothing (each writes its own workspace and reads only log_probs and the targets).
+template <typename T, typename A>
+__global__ void __launch_bounds__(kCtcMaxRecursionThreads)
+    ctc_alpha_beta_kernel(const T* __restrict__ log_probs, CtcTargets targets, CtcProblem problem,
+                          A* log_alpha, A* log_beta, A* neg_log_likelihood, A* loss) {
+  __shared__ A warp_maxima[kMaxRecursionWarps];
+  const int64_t block = blockIdx.x;
+  if (block < problem.batch)
+    alpha_recursion<T, A>(block, log_probs, targets, problem, log_alpha, neg_log_likelihood, loss,
+                          warp_maxima);
+  else
+    beta_recursion<T, A>(block - problem.batch, log_probs, targets, problem, log_beta, warp_maxima);
 }
 
 // grad[t,n,c] = (exp(lp) - posterior(t,c)) * grad_loss[n], PyTorch's formula, with the
@@ -250,46 +277,46 @@ __global__ void ctc_gradient_kernel(int64_t threads, const A* __restrict__ grad_
   }
 }
 
-int recursion_threads(int64_t max_states) {
-  const int64_t warps = (max_states + kWarpSize - 1) / kWarpSize;
-  return int(std::clamp<int64_t>(warps * kWarpSize, kWarpSize, kMaxRecursionThreads));
-}
-
 }  // namespace
 
 void ctc_loss_forward(DType dtype, const void* log_probs, const CtcTargets& targets,
-                      const CtcProblem& problem, void* log_alpha, void* neg_log_likelihood,
-                      void* loss, cudaStream_t stream) {
+                      const CtcProblem& problem, void* log_alpha, void* log_beta,
+                      void* neg_log_likelihood, void* loss, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::ctc_loss_forward");
-  if (problem.batch == 0) return;
+  const CtcRecursionPlan plan =
+      plan_ctc_recursions(problem.batch, problem.max_states, log_beta != nullptr);
+  if (plan.blocks == 0) return;
   dispatch_float(dtype, "ctc_loss_forward", [&]<typename T>() {
     using A = float_compute_t<T>;
-    ctc_alpha_kernel<T, A>
-        <<<unsigned(problem.batch), recursion_threads(problem.max_states), 0, stream>>>(
-            static_cast<const T*>(log_probs), targets, problem, static_cast<A*>(log_alpha),
-            static_cast<A*>(neg_log_likelihood), static_cast<A*>(loss));
+    const T* lp = static_cast<const T*>(log_probs);
+    A* alpha = static_cast<A*>(log_alpha);
+    A* nll = static_cast<A*>(neg_log_likelihood);
+    A* losses = static_cast<A*>(loss);
+    if (plan.beta_in_forward)
+      ctc_alpha_beta_kernel<T, A><<<unsigned(plan.blocks), plan.threads, 0, stream>>>(
+          lp, targets, problem, alpha, static_cast<A*>(log_beta), nll, losses);
+    else
+      ctc_alpha_kernel<T, A><<<unsigned(plan.blocks), plan.threads, 0, stream>>>(
+          lp, targets, problem, alpha, nll, losses);
     CUDA_CHECK_LAUNCH();
   });
 }
 
 void ctc_loss_backward(DType dtype, const void* grad_loss, const void* log_probs,
                        const CtcTargets& targets, const CtcProblem& problem, const void* log_alpha,
-                       const void* neg_log_likelihood, void* log_beta, void* grad_log_probs,
+                       const void* log_beta, const void* neg_log_likelihood, void* grad_log_probs,
                        cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::ctc_loss_backward");
   if (problem.batch == 0) return;
   dispatch_float(dtype, "ctc_loss_backward", [&]<typename T>() {
     using A = float_compute_t<T>;
-    const T* lp = static_cast<const T*>(log_probs);
-    const A* nll = static_cast<const A*>(neg_log_likelihood);
-    ctc_beta_kernel<T, A>
-        <<<unsigned(problem.batch), recursion_threads(problem.max_states), 0, stream>>>(
-            lp, targets, problem, nll, static_cast<A*>(log_beta));
-    CUDA_CHECK_LAUNCH();
+    // One warp per (t, n) row, the rows independent: T * N warps, no serial chain even for
+    // one utterance (a few hundred frames: dozens of 8-warp blocks, each row C + 2L + 1 work).
     linear_kernel(ctc_gradient_kernel<T, A>, 0, stream,
                   problem.max_time * problem.batch * kWarpSize, static_cast<const A*>(grad_loss),
-                  lp, targets, problem, static_cast<const A*>(log_alpha),
-                  static_cast<const A*>(log_beta), nll, static_cast<T*>(grad_log_probs));
+                  static_cast<const T*>(log_probs), targets, problem,
+                  static_cast<const A*>(log_alpha), static_cast<const A*>(log_beta),
+                  static_cast<const A*>(neg_log_likelihood), static_cast<T*>(grad_log_probs));
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -14,16 +14,19 @@
 namespace sonata::kernels::cuda {
 
 // One block per sample walks t = 0..T_n-1 with the 2L_n+1 states spread over its threads.
+// With `log_beta` (when the loss will be differentiated) the same launch runs each sample's
+// beta recursion on a second block, concurrently with its alpha (kernels/common/ctc_plan.h);
+// with nullptr (evaluation) alpha only.
 void ctc_loss_forward(DType dtype, const void* log_probs, const CtcTargets& targets,
-                      const CtcProblem& problem, void* log_alpha, void* neg_log_likelihood,
-                      void* loss, cudaStream_t stream);
+                      const CtcProblem& problem, void* log_alpha, void* log_beta,
+                      void* neg_log_likelihood, void* loss, cudaStream_t stream);
 
-// Beta recursion (one block per sample), then one warp per (t, n) row for the gradient,
-// whose formula is PyTorch's (see kernels/cpu/ctc.h), the posterior summed in linear space
-// and normalised per row.
+// One warp per (t, n) row for the gradient from the forward's alpha and beta, whose formula
+// is PyTorch's (see kernels/cpu/ctc.h), the posterior summed in linear space and normalised
+// per row.
 void ctc_loss_backward(DType dtype, const void* grad_loss, const void* log_probs,
                        const CtcTargets& targets, const CtcProblem& problem, const void* log_alpha,
-                       const void* neg_log_likelihood, void* log_beta, void* grad_log_probs,
+                       const void* log_beta, const void* neg_log_likelihood, void* grad_log_probs,
                        cudaStream_t stream);
 
 }  // namespace sonata::kernels::cuda

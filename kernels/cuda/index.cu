@@ -12,10 +12,10 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
-#include "base/cuda_status.h"
 #include "base/determinism.h"
 #include "base/nvtx.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/stream_scratch.h"
 
 namespace sonata::kernels::cuda {
 namespace {
@@ -112,23 +112,6 @@ __global__ void __launch_bounds__(kBlockSize)
   }
 }
 
-// Stream-ordered scratch: freed on the stream after the kernels that use it, also when a
-// launch check throws.
-class StreamScratch {
- public:
-  StreamScratch(size_t bytes, cudaStream_t stream) : stream_(stream) {
-    CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream));
-  }
-  ~StreamScratch() { CUDA_RELEASE(cudaFreeAsync(data_, stream_)); }
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-  char* data() const { return static_cast<char*>(data_); }
-
- private:
-  void* data_ = nullptr;
-  cudaStream_t stream_;
-};
-
 size_t round_up_256(size_t bytes) {
   return (bytes + 255) / 256 * 256;
 }
@@ -151,12 +134,14 @@ void ordered_add(DType dtype, const void* src, const int64_t* index, void* out, 
       static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr), int(total), 0, end_bit,
       stream));
   const size_t array_bytes = round_up_256(size_t(total) * sizeof(uint64_t));
+  // Freed on the stream after the kernels that use it, also when a launch check throws.
   const StreamScratch scratch(4 * array_bytes + sort_bytes, stream);
-  auto* keys_in = reinterpret_cast<uint64_t*>(scratch.data());
-  auto* keys_out = reinterpret_cast<uint64_t*>(scratch.data() + array_bytes);
-  auto* sources_in = reinterpret_cast<int64_t*>(scratch.data() + 2 * array_bytes);
-  auto* sources_out = reinterpret_cast<int64_t*>(scratch.data() + 3 * array_bytes);
-  void* sort_scratch = scratch.data() + 4 * array_bytes;
+  char* base = scratch.as<char>();
+  auto* keys_in = reinterpret_cast<uint64_t*>(base);
+  auto* keys_out = reinterpret_cast<uint64_t*>(base + array_bytes);
+  auto* sources_in = reinterpret_cast<int64_t*>(base + 2 * array_bytes);
+  auto* sources_out = reinterpret_cast<int64_t*>(base + 3 * array_bytes);
+  void* sort_scratch = base + 4 * array_bytes;
 
   linear_kernel(ordered_keys_kernel<uint64_t, kPerElement>, 0, stream, total, index, keys_in,
                 sources_in, out_n, inner, index_n);

@@ -27,6 +27,7 @@
 
 #include "kernels/common/line_split.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/stream_scratch.h"
 
 namespace sonata::kernels::cuda {
 
@@ -264,9 +265,9 @@ __global__ void __launch_bounds__(kBlockSize)
 }
 
 // Reduces each of the outer * inner lines of [outer, n, inner] to reducer.write(line, value).
-// The partials of a split live in stream-ordered memory (cudaMallocAsync from the device's
-// pool, which the engine keeps cached), freed on the same stream after the combine pass.
-// The caller follows with CUDA_CHECK_LAUNCH().
+// The partials of a split live in stream-ordered scratch (kernels/cuda/stream_scratch.h,
+// from the device's pool, which the engine keeps cached), freed on the same stream after
+// the combine pass, on every path. The caller follows with CUDA_CHECK_LAUNCH().
 template <typename R>
 void launch_line_reduction(int64_t outer, int64_t n, int64_t inner, cudaStream_t stream,
                            R reducer) {
@@ -278,9 +279,8 @@ void launch_line_reduction(int64_t outer, int64_t n, int64_t inner, cudaStream_t
     return;
   }
   using Acc = typename R::Acc;
-  void* memory = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&memory, sizeof(Acc) * size_t(lines * splits), stream));
-  Acc* partials = static_cast<Acc*>(memory);
+  const StreamScratch scratch(sizeof(Acc) * size_t(lines * splits), stream);
+  Acc* partials = scratch.as<Acc>();
   if (inner == 1) {
     split_rows_kernel<<<blocks_for(lines * splits, 1), kRowBlock, 0, stream>>>(lines, n, splits,
                                                                                reducer, partials);
@@ -289,13 +289,9 @@ void launch_line_reduction(int64_t outer, int64_t n, int64_t inner, cudaStream_t
     split_columns_kernel<<<grid, dim3(kWarpSize, kColumnLanes), 0, stream>>>(
         lines, n, inner, splits, reducer, partials);
   }
-  const cudaError_t split_launch = cudaGetLastError();
-  if (split_launch == cudaSuccess)
-    linear_kernel(combine_pieces_kernel<R>, 0, stream, lines, splits, reducer, partials);
-  const cudaError_t combine_launch = cudaGetLastError();
-  CUDA_CHECK(cudaFreeAsync(memory, stream));  // ordered after both kernels
-  CUDA_CHECK(split_launch);
-  CUDA_CHECK(combine_launch);
+  CUDA_CHECK_LAUNCH();
+  linear_kernel(combine_pieces_kernel<R>, 0, stream, lines, splits, reducer, partials);
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace sonata::kernels::cuda

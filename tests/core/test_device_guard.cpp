@@ -107,7 +107,7 @@ TEST_CASE("the loader's workers work on the device they pin batches for", "[core
         [&](const std::vector<int64_t>& items, int64_t) {
           const std::lock_guard lock(mutex);
           built.emplace_back(std::this_thread::get_id(), current_cuda_device());
-          return HostBatch{{full({2}, double(items[0]))}, 1, 0.0};
+          return HostBatch{{{"value", full({2}, double(items[0]))}}, 1, 0.0};
         },
         3, 3, /*pin_for=*/Device::cuda(3));
     loader.start({{0}, {1}, {2}, {3}, {4}, {5}}, 0);
@@ -132,7 +132,7 @@ TEST_CASE("a loader without a device selects none", "[core][device]") {
   const FakeSelect fake;
   BatchLoader loader(
       [](const std::vector<int64_t>&, int64_t) {
-        return HostBatch{{zeros({1})}, 1, 0.0};
+        return HostBatch{{{"value", zeros({1})}}, 1, 0.0};
       },
       2, 2);
   loader.start({{0}, {1}}, 0);

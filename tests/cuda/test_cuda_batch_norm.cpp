@@ -7,6 +7,7 @@
 #include "engine/ops.h"
 #include "engine/ops/batch_norm.h"
 #include "engine/ops/memory_format.h"
+#include "tests/cases/batch_norm_cases.h"
 #include "tests/cuda/parity_util.h"
 
 using namespace sonata;
@@ -25,18 +26,9 @@ Tensor output_and_running_stats(const std::vector<Tensor>& in, bool relu,
 }  // namespace
 
 TEST_CASE("cuda batch_norm matches the CPU in training and evaluation", "[cuda][batch_norm]") {
-  const std::vector<Shape> shapes = {
-      {16, 8},          // BatchNorm1d: [rows, channels], reduced by columns
-      {40000, 3},       // long columns: split over 79 runs
-      {300, 70},        // three channel tiles, the last one partial
-      {4, 3, 5, 7},     // odd spatial size: scalar path
-      {8, 16, 8, 8},    // 16-byte packs
-      {4, 8, 14, 14},   // VGG's last planes: 8-byte packs for f16 / bf16
-      {4, 6, 33},       // 3-D, scalar path
-      {16, 2, 64, 64},  // 65536 values per channel: split over several blocks
-  };
   uint64_t seed = 100;
-  for (const Shape& shape : shapes) {
+  for (const BatchNormCase& test : batch_norm_cases()) {
+    const Shape& shape = test.x;
     const int64_t c = shape[1];
     const Tensor x = parity_input(shape, ++seed, -1, 3);
     const Tensor w = parity_input({c}, ++seed, 0.5, 1.5), b = parity_input({c}, ++seed);

@@ -2,39 +2,17 @@
 // forward and backward, over the shapes VGG19_BN and DeepSpeech2 use.
 #include <catch2/catch.hpp>
 
-#include <string>
 #include <vector>
 
 #include "engine/ops/conv.h"
 #include "engine/ops/memory_format.h"
+#include "tests/cases/conv_cases.h"
 #include "tests/cuda/parity_util.h"
 
 using namespace sonata;
 using namespace sonata::testing;
 
 namespace {
-
-struct ConvCase {
-  std::string name;
-  Shape x, weight;
-  Conv2dParams params;
-  bool bias;
-};
-
-// Weights stay small (|w| <= 0.25) so that sums of hundreds of products keep fp32's rounding
-// well inside the f32 tolerance even where the output is near zero.
-std::vector<ConvCase> conv_cases() {
-  return {
-      {"3x3 plain", {2, 3, 6, 7}, {4, 3, 3, 3}, {}, true},
-      {"VGG 3x3 padding 1", {2, 16, 12, 12}, {16, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}}, true},
-      {"VGG first layer, 3 channels", {2, 3, 16, 16}, {8, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}}, true},
-      {"3x3 stride 2 padding 1", {2, 4, 9, 8}, {8, 4, 3, 3}, {{2, 2}, {1, 1}, {1, 1}}, true},
-      {"dilation 2", {1, 4, 9, 10}, {4, 4, 3, 2}, {{1, 1}, {2, 1}, {2, 2}}, true},
-      {"DeepSpeech2 11x41", {2, 1, 21, 60}, {8, 1, 11, 41}, {{2, 2}, {5, 20}, {1, 1}}, true},
-      {"DeepSpeech2 21x11", {1, 8, 11, 30}, {8, 8, 21, 11}, {{2, 1}, {10, 5}, {1, 1}}, true},
-      {"1x1 without bias", {2, 8, 5, 5}, {16, 8, 1, 1}, {}, false},
-  };
-}
 
 ParityFunction conv_of(const Conv2dParams& params) {
   return [params](const std::vector<Tensor>& in) {
@@ -44,6 +22,8 @@ ParityFunction conv_of(const Conv2dParams& params) {
 
 }  // namespace
 
+// Weights stay small (|w| <= 0.25) so that sums of hundreds of products keep fp32's rounding
+// well inside the f32 tolerance even where the output is near zero.
 TEST_CASE("conv2d matches the CPU", "[cuda][conv]") {
   uint64_t seed = 900;
   for (const ConvCase& c : conv_cases()) {

@@ -25,7 +25,8 @@ namespace {
 HostBatch numbered_batch(const std::vector<int64_t>& items, int64_t epoch) {
   // 1 MiB of input (what a copy engine would overlap) and a small second tensor.
   Tensor input = full({256, 1024}, double(epoch * 100 + items[0]));
-  return {{input, full({2}, double(items[0]))}, int64_t(items.size()), 0.0};
+  return {
+      {{"value", input, true}, {"label", full({2}, double(items[0]))}}, int64_t(items.size()), 0.0};
 }
 
 }  // namespace
@@ -37,7 +38,7 @@ TEST_CASE("the stager moves the loader's pinned batches to the GPU in order", "[
   BatchLoader loader(numbered_batch, 2, 4, /*pin_for=*/cuda);
   std::vector<std::vector<int64_t>> batches;
   for (int64_t b = 0; b < 12; ++b) batches.push_back({b});
-  DeviceStager stager(cuda, {0});
+  DeviceStager stager(cuda);
   const size_t pinned_before = PinnedPool::instance().cached_bytes();
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
     loader.start(batches, epoch);
@@ -46,11 +47,11 @@ TEST_CASE("the stager moves the loader's pinned batches to the GPU in order", "[
     while (stager.staged()) {
       HostBatch batch = stager.take();
       if (auto upcoming = loader.next()) stager.stage(std::move(*upcoming));
-      REQUIRE(batch.tensors[0].device() == cuda);
-      CHECK(batch.tensors[1].device().is_cpu());
-      CHECK(batch.tensors[1].is_pinned());
+      REQUIRE(batch["value"].device() == cuda);
+      CHECK(batch["label"].device().is_cpu());
+      CHECK(batch["label"].is_pinned());
       // Work on the compute stream that reads the staged input: every element must be there.
-      const Tensor total = sum(batch.tensors[0]).to(Device::cpu());
+      const Tensor total = sum(batch["value"]).to(Device::cpu());
       seen.push_back(total.item() / (256.0 * 1024.0));
     }
     std::vector<double> expected;
@@ -80,7 +81,7 @@ TEST_CASE("the loader's workers run on the device they pin for", "[cuda][loader]
         },
         2, 2, /*pin_for=*/target);
     loader.start({{0}, {1}, {2}, {3}}, 0);
-    while (std::optional<HostBatch> batch = loader.next()) CHECK(batch->tensors[0].is_pinned());
+    while (std::optional<HostBatch> batch = loader.next()) CHECK((*batch)["value"].is_pinned());
   }
   CHECK(devices == std::vector<int>(4, target.index));
 #endif

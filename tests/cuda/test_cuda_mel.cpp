@@ -61,7 +61,7 @@ void require_cpu_parity(const FeatureConfig& config, const std::vector<int64_t>&
 }
 
 // ---------------------------------------------------------------------------------------
-// The torchaudio fixtures (tools/make_mel_fixtures.py), read as tests/data/test_mel.cpp does
+// The torchaudio fixtures (tests/fixtures/make_mel.py), read as tests/data/test_mel.cpp does
 // (tests/support/mel_fixture.h).
 
 // A log_mel fixture ([frames, n_mels]) or the mel power one ([n_mels, frames], no log).

@@ -4,12 +4,14 @@
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
-#include <string>
 
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
+#include "tests/cases/elementwise_cases.h"
+#include "tests/cases/linalg_cases.h"
+#include "tests/cases/reduce_cases.h"
+#include "tests/cases/softmax_cases.h"
 #include "tests/cuda/f64_parity.h"
 #include "tests/cuda/parity_util.h"
 
@@ -18,56 +20,8 @@ using namespace sonata::testing;
 
 namespace {
 
-using BinaryFn = std::function<Tensor(const Tensor&, const Tensor&)>;
-using UnaryFn = std::function<Tensor(const Tensor&)>;
-
-struct BinaryCase {
-  std::string name;
-  BinaryFn fn;
-  bool positive_rhs;  // div: keep the denominator away from zero
-};
-
-std::vector<BinaryCase> binary_cases() {
-  return {
-      {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }, false},
-      {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, false},
-      {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, false},
-      {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); }, true},
-      {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }, false},
-      {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }, false},
-  };
-}
-
 Tensor rhs(const BinaryCase& op, const Shape& shape, uint64_t seed) {
-  return op.positive_rhs ? parity_input(shape, seed, 0.5, 1.5) : parity_input(shape, seed);
-}
-
-struct UnaryCase {
-  std::string name;
-  UnaryFn fn;
-  double low, high;
-};
-
-std::vector<UnaryCase> unary_cases() {
-  return {
-      {"neg", [](const Tensor& x) { return neg(x); }, -1, 1},
-      {"exp", [](const Tensor& x) { return exp(x); }, -1, 1},
-      {"log", [](const Tensor& x) { return log(x); }, 0.5, 2},
-      {"sqrt", [](const Tensor& x) { return sqrt(x); }, 0.5, 2},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, 0.5, 2},
-      {"abs", [](const Tensor& x) { return abs(x); }, -1, 1},
-      {"pow 1.5", [](const Tensor& x) { return pow(x, 1.5); }, 0.5, 2},
-      {"pow -0.5", [](const Tensor& x) { return pow(x, -0.5); }, 0.5, 2},
-      {"pow 2", [](const Tensor& x) { return pow(x, 2.0); }, -1, 1},
-      {"relu", [](const Tensor& x) { return relu(x); }, -1, 1},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, -3, 3},
-      {"tanh", [](const Tensor& x) { return tanh(x); }, -2, 2},
-      {"hardtanh", [](const Tensor& x) { return hardtanh(x); }, -2, 2},
-      {"hardtanh 0 6", [](const Tensor& x) { return hardtanh(x, 0.0, 6.0); }, -2, 8},
-      {"clamp", [](const Tensor& x) { return clamp(x, -0.4, 0.7); }, -1, 1},
-      {"add scalar", [](const Tensor& x) { return add(x, 2.5); }, -1, 1},
-      {"mul scalar", [](const Tensor& x) { return mul(x, -3.0); }, -1, 1},
-  };
+  return parity_input(shape, seed, op.rhs_low, op.rhs_high);
 }
 
 }  // namespace
@@ -129,17 +83,14 @@ TEST_CASE("where and masked_fill match the CPU", "[cuda][elementwise]") {
 }
 
 TEST_CASE("comparisons match the CPU", "[cuda][elementwise]") {
-  using CompareFn = Tensor (*)(const Tensor&, const Tensor&);
-  const std::pair<const char*, CompareFn> cases[] = {{"eq", eq}, {"ne", ne}, {"lt", lt},
-                                                     {"le", le}, {"gt", gt}, {"ge", ge}};
   // Values on a coarse grid so that ties occur and survive rounding to every dtype.
   const Tensor a = from_vector(std::vector<float>{0, 0.5, 1, -1, 0.5, 2, 1, 0}, {2, 4});
   const Tensor b = from_vector(std::vector<float>{0.5, 0.5, 0, 1}, {4});
-  for (const auto& [name, fn] : cases) {
-    INFO(name);
+  for (const ComparisonCase& op : comparison_cases()) {
+    INFO(op.name);
     require_parity(
-        [fn](const std::vector<Tensor>& in) {
-          const Tensor out = fn(in[0], in[1]);
+        [&op](const std::vector<Tensor>& in) {
+          const Tensor out = op.fn(in[0], in[1]);
           REQUIRE(out.dtype() == DType::boolean);
           return out.to(DType::f32);
         },
@@ -148,20 +99,15 @@ TEST_CASE("comparisons match the CPU", "[cuda][elementwise]") {
 }
 
 TEST_CASE("reductions match the CPU", "[cuda][reduce]") {
-  const std::vector<std::vector<int64_t>> dims_cases = {{1}, {-1}, {0, 1}, {0, 2}, {}};
-  for (const auto& dims : dims_cases) {
+  for (const ReduceDimsCase& c : reduce_dims_cases()) {
     for (bool keepdim : {false, true}) {
-      INFO("dims " << shape_str(dims) << (keepdim ? " keepdim" : ""));
+      INFO(c.name << (keepdim ? " keepdim" : ""));
       const Tensor x = parity_input({3, 4, 5}, 41);
-      require_parity([&](const std::vector<Tensor>& in) { return sum(in[0], dims, keepdim); }, {x});
-      require_parity([&](const std::vector<Tensor>& in) { return mean(in[0], dims, keepdim); },
-                     {x});
-      for (int64_t correction : {0, 1})
-        require_parity(
-            [&](const std::vector<Tensor>& in) { return var(in[0], dims, correction, keepdim); },
-            {x});
-      require_parity([&](const std::vector<Tensor>& in) { return amax(in[0], dims, keepdim); },
-                     {x});
+      for (const ReductionCase& r : reduction_cases()) {
+        INFO(r.name);
+        require_parity([&](const std::vector<Tensor>& in) { return r.fn(in[0], c.dims, keepdim); },
+                       {x});
+      }
     }
   }
 }
@@ -220,30 +166,15 @@ TEST_CASE("amax shares ties and max picks the first index", "[cuda][reduce]") {
 
 TEST_CASE("sum_to matches the CPU", "[cuda][reduce]") {
   const Tensor x = parity_input({2, 3, 4}, 46);
-  for (const Shape& target : {Shape{3, 1}, Shape{4}, Shape{1, 3, 1}, Shape{}}) {
+  for (const Shape& target : sum_to_targets()) {
     INFO(shape_str(target));
     require_parity([&](const std::vector<Tensor>& in) { return sum_to(in[0], target); }, {x});
   }
 }
 
 TEST_CASE("matmul matches the CPU", "[cuda][linalg]") {
-  struct Case {
-    Shape a, b;
-  };
-  const Case cases[] = {
-      {{4}, {4}},
-      {{4}, {4, 3}},
-      {{3, 4}, {4}},
-      {{3, 4}, {4, 2}},
-      {{2, 3, 4}, {2, 4, 2}},
-      {{2, 3, 4}, {4, 2}},
-      {{4}, {2, 4, 3}},
-      {{2, 1, 3, 2}, {3, 2, 2}},
-      {{65, 48}, {48, 33}},  // several tiles, odd edges
-      {{3, 17, 40}, {40, 9}},
-  };
   uint64_t seed = 50;
-  for (const Case& c : cases) {
+  for (const MatmulCase& c : matmul_cases()) {
     INFO(shape_str(c.a) << " @ " << shape_str(c.b));
     require_parity([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
                    {parity_input(c.a, ++seed), parity_input(c.b, ++seed)});
@@ -274,14 +205,8 @@ TEST_CASE("bmm matches the CPU", "[cuda][linalg]") {
 }
 
 TEST_CASE("addmm matches the CPU", "[cuda][linalg]") {
-  struct Case {
-    Shape bias;
-    double beta, alpha;
-  };
-  const Case cases[] = {{{2}, 1.0, 1.0},     {{3, 2}, 1.0, 1.0}, {{2}, 0.5, -2.0},
-                        {{3, 2}, 3.0, 0.25}, {{3, 1}, 1.5, 0.5}, {{}, -1.0, 2.0}};
   uint64_t seed = 80;
-  for (const Case& c : cases) {
+  for (const AddmmCase& c : addmm_cases()) {
     INFO("bias " << shape_str(c.bias) << " beta " << c.beta << " alpha " << c.alpha);
     require_parity(
         [&](const std::vector<Tensor>& in) { return addmm(in[0], in[1], in[2], c.beta, c.alpha); },
@@ -296,10 +221,12 @@ TEST_CASE("addmm matches the CPU", "[cuda][linalg]") {
 
 TEST_CASE("softmax and log_softmax match the CPU", "[cuda][softmax]") {
   const Tensor x = parity_input({3, 4, 5}, 101, -3, 3);
-  for (int64_t dim : {0, 1, -1}) {
+  for (int64_t dim : softmax_dims()) {
     INFO("dim " << dim);
-    require_parity([&](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, {x});
-    require_parity([&](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); }, {x});
+    for (const SoftmaxCase& op : softmax_cases()) {
+      INFO(op.name);
+      require_parity([&](const std::vector<Tensor>& in) { return op.fn(in[0], dim); }, {x});
+    }
   }
   require_parity([](const std::vector<Tensor>& in) { return softmax(in[0].t(), -1); },
                  {parity_input({5, 3}, 102, -3, 3)});

@@ -4,10 +4,10 @@
 
 #include <array>
 #include <limits>
-#include <string>
 #include <vector>
 
 #include "engine/ops/pool.h"
+#include "tests/cases/pool_cases.h"
 #include "tests/cuda/parity_util.h"
 
 using namespace sonata;
@@ -16,25 +16,6 @@ using namespace sonata::testing;
 namespace {
 
 using Pair = std::array<int64_t, 2>;
-
-struct MaxPoolCase {
-  std::string name;
-  Shape x;
-  Pair kernel, stride, padding, dilation;
-  bool ceil_mode;
-};
-
-std::vector<MaxPoolCase> max_pool_cases() {
-  return {
-      {"VGG 2x2 stride 2", {2, 16, 32, 32}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false},
-      {"2x2 stride 2 on odd sizes", {1, 3, 7, 9}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false},
-      {"3x3 stride 2 padding 1", {2, 4, 9, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
-      {"overlapping 3x2 stride 1", {1, 3, 6, 7}, {3, 2}, {1, 1}, {0, 1}, {1, 1}, false},
-      {"dilation", {1, 2, 9, 10}, {3, 2}, {2, 1}, {1, 0}, {2, 3}, false},
-      {"ceil mode", {1, 2, 5, 7}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, true},
-      {"ceil mode with padding", {2, 2, 6, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true},
-  };
-}
 
 }  // namespace
 
@@ -81,12 +62,8 @@ TEST_CASE("max_pool2d on CUDA propagates NaN like the CPU", "[cuda][pool]") {
 }
 
 TEST_CASE("adaptive_avg_pool2d matches the CPU", "[cuda][pool]") {
-  const std::vector<std::pair<Shape, Pair>> cases{{{2, 3, 4, 4}, {7, 7}},   {{2, 3, 7, 7}, {3, 3}},
-                                                  {{1, 4, 5, 5}, {2, 2}},   {{1, 2, 6, 9}, {4, 5}},
-                                                  {{2, 8, 14, 14}, {7, 7}}, {{2, 8, 7, 7}, {7, 7}},
-                                                  {{2, 4, 5, 3}, {1, 1}}};
   uint64_t seed = 1100;
-  for (const auto& [shape, out] : cases) {
+  for (const auto& [shape, out] : adaptive_avg_pool_cases()) {
     INFO(shape_str(shape) << " -> " << out[0] << "x" << out[1]);
     require_parity([&](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], out); },
                    {parity_input(shape, ++seed)});

@@ -1,6 +1,6 @@
 // The constant-Q front end (data/features/cqt.h): a tone's bin and level from the definition
 // worked by hand, the dB image's reference and floor, and parity with librosa.cqt from the
-// fixture (tools/make_cqt_fixtures.py) within the bounds the header states.
+// fixture (tests/fixtures/make_cqt.py) within the bounds the header states.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // The image reader (data/image/): PNGs built byte by byte and JPEGs written with libjpeg, read
 // back and checked against the samples written; PIL's convert("L"); the bilinear resize against
 // hand-computed values; Normalize; bad files; and torchvision's whole pipeline from a fixture
-// (tools/make_image_fixtures.py).
+// (tests/fixtures/make_image.py).
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -26,12 +26,12 @@ std::vector<std::vector<int64_t>> numbered_batches(int64_t count) {
 // longer, so workers finish out of order.
 HostBatch slow_batch(const std::vector<int64_t>& items, int64_t epoch) {
   std::this_thread::sleep_for(std::chrono::milliseconds(items[0] % 2 ? 3 : 0));
-  return {{full({1}, double(epoch * 1000 + items[0]))}, int64_t(items.size()), 0.0};
+  return {{{"value", full({1}, double(epoch * 1000 + items[0]))}}, int64_t(items.size()), 0.0};
 }
 
 std::vector<double> drain(BatchLoader& loader) {
   std::vector<double> values;
-  while (auto batch = loader.next()) values.push_back(batch->tensors[0].item());
+  while (auto batch = loader.next()) values.push_back((*batch)["value"].item());
   return values;
 }
 
@@ -57,9 +57,9 @@ TEST_CASE("batch loader: a worker's error reaches the consumer at its batch", "[
       },
       3, 4);
   loader.start(numbered_batches(8), 0);
-  for (int b = 0; b < 4; ++b) CHECK(loader.next()->tensors[0].item() == double(b));
+  for (int b = 0; b < 4; ++b) CHECK((*loader.next())["value"].item() == double(b));
   CHECK_THROWS_WITH(loader.next(), "clip 4 is corrupt");
-  CHECK(loader.next()->tensors[0].item() == 5.0);  // the loader goes on
+  CHECK((*loader.next())["value"].item() == 5.0);  // the loader goes on
 }
 
 TEST_CASE("batch loader: restarting and destroying with batches in flight", "[loader]") {
@@ -72,7 +72,7 @@ TEST_CASE("batch loader: restarting and destroying with batches in flight", "[lo
         },
         2, 4);
     loader.start(numbered_batches(50), 0);
-    CHECK(loader.next()->tensors[0].item() == 0.0);
+    CHECK((*loader.next())["value"].item() == 0.0);
     loader.start(numbered_batches(6), 1);  // the old epoch's work is dropped
     CHECK(drain(loader) == std::vector<double>{1000, 1001, 1002, 1003, 1004, 1005});
     loader.start(numbered_batches(50), 2);
@@ -82,21 +82,36 @@ TEST_CASE("batch loader: restarting and destroying with batches in flight", "[lo
 }
 
 TEST_CASE("device stager: on the CPU a batch passes through unchanged", "[loader]") {
-  DeviceStager stager(Device::cpu(), {0});
+  DeviceStager stager(Device::cpu());
   CHECK_FALSE(stager.staged());
   CHECK_THROWS_WITH(stager.take(), Catch::Contains("nothing staged"));
-  stager.stage({{full({2}, 3.0), full({1}, 4.0)}, 2, 0.5});
+  stager.stage({{{"input", full({2}, 3.0), true}, {"lengths", full({1}, 4.0)}}, 2, 0.5});
   CHECK(stager.staged());
-  CHECK_THROWS_WITH(stager.stage({{full({1}, 1.0)}, 1, 0.0}), Catch::Contains("already staged"));
+  CHECK_THROWS_WITH(stager.stage({{{"input", full({1}, 1.0), true}}, 1, 0.0}),
+                    Catch::Contains("already staged"));
   const HostBatch batch = stager.take();
   CHECK_FALSE(stager.staged());
   CHECK(batch.items == 2);
-  CHECK(batch.tensors[0].to_vector<double>() == std::vector<double>{3.0, 3.0});
-  CHECK(batch.tensors[1].device().is_cpu());
-  DeviceStager wants_two(Device::cpu(), {0, 2});
-  CHECK_THROWS_WITH(wants_two.stage({{full({1}, 1.0)}, 1, 0.0}), Catch::Contains("no tensor 2"));
+  CHECK(batch["input"].to_vector<double>() == std::vector<double>{3.0, 3.0});
+  CHECK(batch["lengths"].device().is_cpu());
   // pin_batch leaves a CPU-only machine's batch as it is.
-  HostBatch plain{{full({3}, 1.0)}, 1, 0.0};
+  HostBatch plain{{{"input", full({3}, 1.0)}}, 1, 0.0};
   pin_batch(plain);
-  CHECK(plain.tensors[0].to_vector<double>() == std::vector<double>{1.0, 1.0, 1.0});
+  CHECK(plain["input"].to_vector<double>() == std::vector<double>{1.0, 1.0, 1.0});
+}
+
+TEST_CASE("host batch: fields by name, a missing one named with what the batch holds", "[loader]") {
+  HostBatch batch;
+  batch.add("input", full({2}, 1.0), /*staged=*/true);
+  batch.add("targets", full({3}, 2.0));
+  CHECK(batch.has("targets"));
+  CHECK_FALSE(batch.has("label"));
+  CHECK(batch.fields[0].staged);
+  CHECK_FALSE(batch.fields[1].staged);
+  CHECK(batch["targets"].numel() == 3);
+  batch["targets"] = full({1}, 5.0);
+  CHECK(batch["targets"].item() == 5.0);
+  CHECK_THROWS_WITH(batch["label"],
+                    Catch::Contains("no tensor 'label'") && Catch::Contains("input, targets"));
+  CHECK_THROWS_WITH(batch.add("input", full({1}, 0.0)), Catch::Contains("already has"));
 }

@@ -1,4 +1,4 @@
-// The spectrogram / mel front end: torchaudio 0.13 fixtures (tools/make_mel_fixtures.py,
+// The spectrogram / mel front end: torchaudio 0.13 fixtures (tests/fixtures/make_mel.py,
 // float64 references) within 1e-4 by relative_error (max |ours - theirs| / max |theirs|)
 // on the values as stored and, for log and dB cases, again after undoing the log (so the
 // loud bins are checked to 1e-4 of the power, not only of the log); the filterbank against

@@ -1,5 +1,5 @@
 // Resampling against torchaudio 0.13 (tests/fixtures/resample, written by
-// tools/make_resample_fixtures.py), the output length formula, identity, bad rates, and the
+// tests/fixtures/make_resample.py), the output length formula, identity, bad rates, and the
 // shared filter cache under concurrent callers.
 #include <catch2/catch.hpp>
 
@@ -24,7 +24,7 @@ struct ResampleCase {
   int64_t orig_rate, new_rate;
   std::vector<float> input;
   // torchaudio on the signal in float64 (the algorithm's value) and in float32 (as a user
-  // calls it; its filter then carries float32 rounding, see tools/make_resample_fixtures.py).
+  // calls it; its filter then carries float32 rounding, see tests/fixtures/make_resample.py).
   std::vector<double> output, output_f32;
 };
 

@@ -1,4 +1,4 @@
-// DeepSpeech2 against PyTorch: fixtures from tools/make_ds2_fixtures.py (a narrowed DS2 in
+// DeepSpeech2 against PyTorch: fixtures from tests/fixtures/make_ds2.py (a narrowed DS2 in
 // two variants on a ragged batch, the reference packing its RNN input with
 // pack_padded_sequence), run through the probe as a user would. float64 within 1e-9 of
 // torch's float64; float32 within 1e-4 of both torch's float32 and float64 runs.

@@ -1,10 +1,13 @@
-// The models' pipeline layer sequences: run in order they must equal forward() exactly (the
-// same ops on the same values), and their modules must carry the whole model's state_dict
-// names in its order, so that stages keep checkpoint names.
+// The models' layer sequences: run in order they must equal forward() exactly (the same ops
+// on the same values), cut anywhere into two stages they must give the same values and
+// gradients, and their modules must carry the whole model's state_dict names in its order,
+// so that stages keep checkpoint names.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "engine/nn/layer_sequence.h"
 #include "engine/ops.h"
@@ -34,12 +37,12 @@ void check_same_state(const Module& model, const LayerSequence& layers) {
   CHECK(layer_parameters(layers, {0, layers.size()}).size() == model.named_parameters().size());
 }
 
-std::shared_ptr<Vgg> narrow_vgg(bool channels_last = false) {
+std::shared_ptr<Vgg> narrow_vgg(bool channels_last = false, double width = 1.0 / 16) {
   manual_seed(3);
   VggOptions options;
   options.num_classes = 5;
   options.in_channels = 2;
-  options.width = 1.0 / 16;
+  options.width = width;
   options.dropout = 0;
   options.channels_last = channels_last;
   auto model = std::make_shared<Vgg>(options);
@@ -56,6 +59,72 @@ std::shared_ptr<Ds2> narrow_ds2(std::map<std::string, std::string> extra = {}) {
   REQUIRE(model);
   model->to(DType::f64);
   return model;
+}
+
+// What a training step reads back: the output, its lengths, and the gradients of a fixed
+// weighting of the output with respect to the input and to every parameter.
+struct StepResult {
+  Tensor output, lengths, input_grad;
+  std::vector<Tensor> parameter_grads;
+};
+
+Tensor weighted_sum(const Tensor& output) {
+  manual_seed(7);
+  return sum(mul(output, randn(output.shape(), TensorOptions{}.with(output.dtype()))));
+}
+
+StepResult read_back(Module& model, const LayerValue& out, const Tensor& input_grad) {
+  StepResult result{out.x, out.lengths, input_grad, {}};
+  for (const auto& [name, parameter] : model.named_parameters())
+    result.parameter_grads.push_back(parameter.grad());
+  return result;
+}
+
+// The model's own forward as one step.
+StepResult whole_step(Module& model, const std::function<LayerValue(const LayerValue&)>& forward,
+                      const LayerValue& in) {
+  model.zero_grad();
+  Tensor x = in.x.detach().set_requires_grad(true);
+  const LayerValue out = forward({x, in.lengths});
+  weighted_sum(out.x).backward();
+  return read_back(model, out, x.grad());
+}
+
+// Layers [0, cut) and [cut, n) as two pipeline stages: the second starts from a detached
+// copy of the first's output, and its gradient there is sent back through the first.
+StepResult staged_step(Module& model, const LayerSequence& layers, size_t cut,
+                       const LayerValue& in) {
+  model.zero_grad();
+  Tensor x = in.x.detach().set_requires_grad(true);
+  const LayerValue first = run_layers(layers, {0, cut}, {x, in.lengths});
+  Tensor boundary = first.x.detach().set_requires_grad(true);
+  const LayerValue out = run_layers(layers, {cut, layers.size()}, {boundary, first.lengths});
+  weighted_sum(out.x).backward();
+  if (cut > 0) first.x.backward(boundary.grad());
+  return read_back(model, out, cut > 0 ? x.grad() : boundary.grad());
+}
+
+void check_every_cut(Module& model, const LayerSequence& layers,
+                     const std::function<LayerValue(const LayerValue&)>& forward,
+                     const LayerValue& in) {
+  const StepResult expected = whole_step(model, forward, in);
+  REQUIRE(expected.input_grad.defined());
+  for (size_t cut = 0; cut <= layers.size(); ++cut) {
+    INFO("cut before layer " << cut << " of " << layers.size());
+    const StepResult staged = staged_step(model, layers, cut, in);
+    CHECK(max_difference(staged.output, expected.output) == 0.0);
+    REQUIRE(staged.lengths.defined() == expected.lengths.defined());
+    if (expected.lengths.defined())
+      CHECK(staged.lengths.to_vector<int64_t>() == expected.lengths.to_vector<int64_t>());
+    REQUIRE(staged.input_grad.defined());
+    CHECK(max_difference(staged.input_grad, expected.input_grad) == 0.0);
+    REQUIRE(staged.parameter_grads.size() == expected.parameter_grads.size());
+    for (size_t i = 0; i < staged.parameter_grads.size(); ++i) {
+      INFO("parameter " << model.named_parameters()[i].first);
+      REQUIRE(staged.parameter_grads[i].defined());
+      CHECK(max_difference(staged.parameter_grads[i], expected.parameter_grads[i]) == 0.0);
+    }
+  }
 }
 
 }  // namespace
@@ -124,4 +193,47 @@ TEST_CASE("pipeline layer bytes count each layer's parameters", "[models][pipeli
   double total = 0;
   for (double b : bytes) total += b;
   CHECK(total == double(model->parameter_count() * 8));
+}
+
+TEST_CASE("every cut of ds2's layers into two stages gives its forward and gradients",
+          "[models][pipeline]") {
+  const std::vector<std::map<std::string, std::string>> variants = {
+      {},  // one bidirectional LSTM stack, directions concatenated
+      {{"seq-batch-norm", "1"}, {"merge", "sum"}},
+      {{"rnn", "gru"}, {"bidirectional", "0"}}};
+  for (size_t v = 0; v < variants.size(); ++v) {
+    INFO("variant " << v);
+    const auto model = narrow_ds2(variants[v]);
+    manual_seed(8);
+    const Tensor x = randn({3, 1, 21, 16}, TensorOptions{}.with(DType::f64));
+    const Tensor lengths = from_vector(std::vector<int64_t>{21, 14, 5}, {3});
+    check_every_cut(*model, model->layers(),
+                    [&](const LayerValue& in) {
+                      const Ds2Output out = model->forward(in.x, in.lengths);
+                      return LayerValue{out.output, out.output_lengths};
+                    },
+                    {x, lengths});
+    // forward_logits is the same up to the last log_softmax.
+    const Ds2Output logits = model->forward_logits(x, lengths);
+    const Ds2Output log_probs = model->forward(x, lengths);
+    CHECK(max_difference(log_softmax(logits.output, 2), log_probs.output) == 0.0);
+    CHECK(logits.output_lengths.to_vector<int64_t>() ==
+          log_probs.output_lengths.to_vector<int64_t>());
+  }
+}
+
+TEST_CASE("every cut of vgg19_bn's layers into two stages gives its forward and gradients",
+          "[models][pipeline]") {
+  for (const bool channels_last : {false, true}) {
+    INFO("channels_last " << channels_last);
+    const auto model = narrow_vgg(channels_last, 1.0 / 8);
+    manual_seed(9);
+    // 32 x 32 is the smallest image the five max pools take.
+    const Tensor x = randn({2, 2, 32, 32}, TensorOptions{}.with(DType::f64));
+    check_every_cut(*model, model->layers(),
+                    [&](const LayerValue& in) {
+                      return LayerValue{model->forward(in.x), Tensor()};
+                    },
+                    {x, Tensor()});
+  }
 }

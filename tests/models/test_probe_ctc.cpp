@@ -1,4 +1,4 @@
-// The probe's --op ctc_loss mode against tools/make_ctc_fixtures.py's PyTorch cases, through
+// The probe's --op ctc_loss mode against tests/fixtures/make_ctc.py's PyTorch cases, through
 // run_probe as the command line calls it: .npy inputs in, "loss" and "grad" out.
 #include <catch2/catch.hpp>
 

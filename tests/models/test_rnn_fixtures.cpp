@@ -1,5 +1,5 @@
 // LSTM and GRU against PyTorch: tests/fixtures/rnn/*.txt, written by
-// tools/make_rnn_fixtures.py from torch.nn.LSTM / torch.nn.GRU in float64 on a ragged batch
+// tests/fixtures/make_rnn.py from torch.nn.LSTM / torch.nn.GRU in float64 on a ragged batch
 // packed with pack_padded_sequence and a non-zero initial state. Outputs, final states and
 // the gradients w.r.t. input, initial state and every parameter must agree within 1e-9.
 #include <catch2/catch.hpp>

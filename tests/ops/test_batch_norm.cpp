@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "engine/ops.h"
 #include "engine/ops/batch_norm.h"
+#include "tests/cases/batch_norm_cases.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace sonata;
@@ -61,8 +62,6 @@ std::vector<double> hand_normalise(const std::vector<double>& x, const Shape& sh
   return y;
 }
 
-const std::vector<Shape> kShapes = {{6, 3}, {3, 4, 5}, {2, 3, 3, 4}};
-
 void require_close(const std::vector<double>& actual, const std::vector<double>& expected,
                    double tolerance) {
   REQUIRE(actual.size() == expected.size());
@@ -76,8 +75,9 @@ void require_close(const std::vector<double>& actual, const std::vector<double>&
 
 TEST_CASE("batch_norm training normalises with batch statistics, computed by hand",
           "[ops][batch_norm]") {
-  for (const Shape& shape : kShapes) {
-    INFO("shape " << shape_str(shape));
+  for (const BatchNormCase& test : batch_norm_cases()) {
+    INFO(test.name);
+    const Shape& shape = test.x;
     const int64_t c = shape[1];
     const Tensor x = grad_input(shape, 701, -2, 3).detach();
     const Tensor w = grad_input({c}, 702, 0.5, 1.5).detach();
@@ -162,7 +162,9 @@ TEST_CASE("batch_norm in f32 and with f32 running stats beside f64 data", "[ops]
 
 TEST_CASE("batch_norm gradients in training and evaluation", "[ops][batch_norm][grad]") {
   uint64_t seed = 740;
-  for (const Shape& shape : kShapes) {
+  for (const BatchNormCase& test : batch_norm_cases()) {
+    if (test.large) continue;
+    const Shape& shape = test.x;
     const int64_t c = shape[1];
     const Tensor x = grad_input(shape, ++seed, -2, 2);
     const Tensor w = grad_input({c}, ++seed, 0.5, 1.5), b = grad_input({c}, ++seed);

@@ -7,36 +7,13 @@
 
 #include "engine/ops/conv.h"
 #include "kernels/cpu/conv.h"
+#include "tests/cases/conv_cases.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace sonata;
 using namespace sonata::testing;
 
 namespace {
-
-struct ConvCase {
-  const char* name;
-  Shape x, weight;
-  Conv2dParams params;
-  bool bias;
-};
-
-std::vector<ConvCase> conv_cases() {
-  return {
-      {"3x3 plain", {2, 3, 5, 6}, {4, 3, 3, 3}, {}, true},
-      {"3x3 stride 2 padding 1", {2, 2, 7, 6}, {3, 2, 3, 3}, {{2, 2}, {1, 1}, {1, 1}}, true},
-      {"dilation 2", {1, 2, 7, 8}, {2, 2, 3, 2}, {{1, 1}, {2, 1}, {2, 2}}, true},
-      {"mixed stride and dilation", {2, 2, 9, 7}, {3, 2, 2, 3}, {{2, 1}, {0, 2}, {1, 3}}, true},
-      // DeepSpeech2's first layer: (11, 41) kernel, stride 2, padding (5, 20), on a tiny input.
-      {"DeepSpeech2 11x41", {1, 1, 13, 45}, {2, 1, 11, 41}, {{2, 2}, {5, 20}, {1, 1}}, true},
-      {"1x1 without bias", {2, 4, 3, 3}, {5, 4, 1, 1}, {}, false},
-      {"kernel as large as the padded input",
-       {1, 2, 3, 4},
-       {2, 2, 5, 4},
-       {{1, 1}, {1, 0}, {1, 1}},
-       false},
-  };
-}
 
 // The direct definition: y[n, o, i, j] = b[o] + sum_{c, p, q} x[n, c, i*s - pad + p*d, ...]
 // * w[o, c, p, q], padding reading as zero.
@@ -76,7 +53,11 @@ TEST_CASE("conv2d equals the direct convolution", "[ops][conv]") {
   for (const ConvCase& c : conv_cases()) {
     INFO(c.name);
     const Tensor x = grad_input(c.x, ++seed).detach();
-    const Tensor w = grad_input(c.weight, ++seed).detach();
+    // The large cases sum up to 1848 products per output: with |w| <= 1, f32's rounding of
+    // such sums exceeds the f32 bound below, so they draw small weights, as the CUDA parity
+    // test does for the same reason.
+    const double w_bound = c.large ? 0.25 : 1.0;
+    const Tensor w = grad_input(c.weight, ++seed, -w_bound, w_bound).detach();
     const Tensor b = c.bias ? grad_input({c.weight[0]}, ++seed).detach() : Tensor();
     Shape expected_shape;
     const std::vector<double> expected =
@@ -98,6 +79,7 @@ TEST_CASE("conv2d equals the direct convolution", "[ops][conv]") {
 TEST_CASE("conv2d gradients of input, weight and bias", "[ops][conv][grad]") {
   uint64_t seed = 720;
   for (const ConvCase& c : conv_cases()) {
+    if (c.large) continue;
     INFO(c.name);
     std::vector<Tensor> inputs{grad_input(c.x, ++seed), grad_input(c.weight, ++seed)};
     if (c.bias) inputs.push_back(grad_input({c.weight[0]}, ++seed));

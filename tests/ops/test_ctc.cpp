@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "engine/random.h"
@@ -182,6 +183,26 @@ TEST_CASE("ctc_loss zero_infinity zeroes infeasible samples and their gradients"
   for (Reduction reduction : {Reduction::sum, Reduction::mean, Reduction::none})
     require_gradients([&](const std::vector<Tensor>& in) { return loss(in[0], reduction, true); },
                       {x});
+}
+
+TEST_CASE("ctc_loss under no-grad computes the same losses and records nothing", "[ops][ctc]") {
+  // Without grad the forward skips beta (kernels/common/ctc_plan.h); with grad it runs it in
+  // the forward, and the losses (alpha's) must not depend on which.
+  const CtcCase c = ragged_case(0);
+  const Tensor lp = random_log_probs(c, 725).set_requires_grad(true);
+  auto loss = [&] {
+    return ctc_loss(lp, c.padded_targets(0), c.input_lengths_tensor(), c.target_lengths_tensor(),
+                    options_for(c, Reduction::none));
+  };
+  Tensor evaluation;
+  {
+    NoGradGuard no_grad;
+    evaluation = loss();
+  }
+  CHECK_FALSE(evaluation.requires_grad());
+  const Tensor training = loss();
+  CHECK(training.requires_grad());
+  CHECK(values_of(evaluation) == values_of(training));
 }
 
 TEST_CASE("ctc_loss gradients through log_softmax", "[ops][ctc][grad]") {

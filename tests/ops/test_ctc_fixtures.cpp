@@ -1,4 +1,4 @@
-// ctc_loss against PyTorch: cases written by tools/make_ctc_fixtures.py with
+// ctc_loss against PyTorch: cases written by tests/fixtures/make_ctc.py with
 // torch.nn.functional.ctc_loss (loss and gradient w.r.t. log_probs), float64 within 1e-9
 // relative, float32 within 1e-4.
 #include <catch2/catch.hpp>

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "engine/ops.h"
+#include "tests/cases/linalg_cases.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace sonata;
@@ -29,24 +30,6 @@ void check_close(const std::vector<double>& got, const std::vector<double>& expe
   REQUIRE(got.size() == expected.size());
   for (size_t i = 0; i < got.size(); ++i)
     CHECK(got[i] == Approx(expected[i]).epsilon(epsilon).margin(epsilon));
-}
-
-struct MatmulCase {
-  Shape a, b, out;
-};
-
-const std::vector<MatmulCase>& matmul_cases() {
-  static const std::vector<MatmulCase> cases = {
-      {{4}, {4}, {}},                           // dot
-      {{4}, {4, 3}, {3}},                       // vector-matrix
-      {{3, 4}, {4}, {3}},                       // matrix-vector
-      {{3, 4}, {4, 2}, {3, 2}},                 // matrix-matrix
-      {{2, 3, 4}, {2, 4, 2}, {2, 3, 2}},        // batched
-      {{2, 3, 4}, {4, 2}, {2, 3, 2}},           // batch against a matrix
-      {{4}, {2, 4, 3}, {2, 3}},                 // vector against a batch
-      {{2, 1, 3, 2}, {3, 2, 2}, {2, 3, 3, 2}},  // broadcast batch dims
-  };
-  return cases;
 }
 
 }  // namespace
@@ -137,16 +120,8 @@ TEST_CASE("bmm forward matches a naive triple loop", "[ops][linalg]") {
 }
 
 TEST_CASE("addmm gradients with bias shapes and scales", "[ops][linalg][grad]") {
-  struct Case {
-    Shape bias;
-    double beta, alpha;
-  };
-  const Case cases[] = {
-      {{2}, 1.0, 1.0},     {{3, 2}, 1.0, 1.0}, {{2}, 0.5, -2.0},
-      {{3, 2}, 3.0, 0.25}, {{3, 1}, 1.5, 0.5}, {{}, -1.0, 2.0},
-  };
   uint64_t seed = 500;
-  for (const Case& c : cases) {
+  for (const AddmmCase& c : addmm_cases()) {
     INFO("bias " << shape_str(c.bias) << " beta " << c.beta << " alpha " << c.alpha);
     const Tensor bias = grad_input(c.bias, ++seed), a = grad_input({3, 4}, ++seed),
                  b = grad_input({4, 2}, ++seed);

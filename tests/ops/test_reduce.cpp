@@ -6,31 +6,13 @@
 
 #include "base/error.h"
 #include "engine/ops.h"
+#include "tests/cases/reduce_cases.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace sonata;
 using namespace sonata::testing;
 
 namespace {
-
-struct DimsCase {
-  std::string name;
-  std::vector<int64_t> dims;
-};
-
-// Over a [2,3,4] input: one dim, a negative dim, adjacent dims, non-adjacent dims, all dims.
-const std::vector<DimsCase>& dims_cases() {
-  static const std::vector<DimsCase> cases = {
-      {"dim 1", {1}},
-      {"dim -1", {-1}},
-      {"dims 0 1", {0, 1}},
-      {"dims 0 2", {0, 2}},
-      {"dims 2 0 unsorted", {2, 0}},
-      {"all dims", {}},
-      {"all dims listed", {0, 1, 2}},
-  };
-  return cases;
-}
 
 // A hand loop over a contiguous [2,3,4] tensor: for each kept position, the list of values
 // in the reduced dims.
@@ -91,21 +73,15 @@ double hand_var(const std::vector<double>& v, int64_t correction) {
 
 TEST_CASE("sum mean var amax gradients over dims", "[ops][reduce][grad]") {
   const Shape shape{2, 3, 4};
-  for (const DimsCase& c : dims_cases()) {
+  for (const ReduceDimsCase& c : reduce_dims_cases()) {
     for (bool keepdim : {false, true}) {
       INFO(c.name << (keepdim ? " keepdim" : ""));
       const Tensor x = grad_input(shape, 101);
-      require_gradients([&](const std::vector<Tensor>& in) { return sum(in[0], c.dims, keepdim); },
-                        {x});
-      require_gradients([&](const std::vector<Tensor>& in) { return mean(in[0], c.dims, keepdim); },
-                        {x});
-      for (int64_t correction : {0, 1})
+      for (const ReductionCase& r : reduction_cases()) {
+        INFO(r.name);
         require_gradients(
-            [&](const std::vector<Tensor>& in) { return var(in[0], c.dims, correction, keepdim); },
-            {x});
-      // Random inputs have no ties, so the maximum is a smooth function locally.
-      require_gradients([&](const std::vector<Tensor>& in) { return amax(in[0], c.dims, keepdim); },
-                        {x});
+            [&](const std::vector<Tensor>& in) { return r.fn(in[0], c.dims, keepdim); }, {x});
+      }
     }
   }
 }
@@ -134,7 +110,7 @@ TEST_CASE("reductions forward match hand loops", "[ops][reduce]") {
   const Shape shape{2, 3, 4};
   const Tensor x = grad_input(shape, 103).detach();
   const std::vector<double> xv = values_of(x);
-  for (const DimsCase& c : dims_cases()) {
+  for (const ReduceDimsCase& c : reduce_dims_cases()) {
     for (bool keepdim : {false, true}) {
       INFO(c.name << (keepdim ? " keepdim" : ""));
       const auto g = groups(xv, shape, c.dims);
@@ -233,7 +209,7 @@ TEST_CASE("max returns the first index on ties and routes the gradient there", "
 
 TEST_CASE("sum_to reduces a broadcast gradient", "[ops][reduce][grad]") {
   const Tensor x = grad_input({2, 3, 4}, 105);
-  for (const Shape& target : {Shape{3, 1}, Shape{4}, Shape{1, 3, 1}, Shape{}, Shape{2, 3, 4}}) {
+  for (const Shape& target : sum_to_targets()) {
     INFO(shape_str(target));
     require_gradients([&](const std::vector<Tensor>& in) { return sum_to(in[0], target); }, {x});
     const Tensor out = sum_to(x.detach(), target);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "engine/ops.h"
+#include "tests/cases/softmax_cases.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace sonata;
@@ -11,10 +12,12 @@ using namespace sonata::testing;
 
 TEST_CASE("softmax and log_softmax gradients over every dim", "[ops][softmax][grad]") {
   const Tensor x = grad_input({3, 4, 2}, 601, -2, 2);
-  for (int64_t dim : {0, 1, -1, 2, -3}) {
+  for (int64_t dim : softmax_dims()) {
     INFO("dim " << dim);
-    require_gradients([&](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, {x});
-    require_gradients([&](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); }, {x});
+    for (const SoftmaxCase& op : softmax_cases()) {
+      INFO(op.name);
+      require_gradients([&](const std::vector<Tensor>& in) { return op.fn(in[0], dim); }, {x});
+    }
   }
 }
 
@@ -30,8 +33,9 @@ TEST_CASE("softmax equals exp over the sum computed by hand", "[ops][softmax]") 
   const Shape shape{3, 4, 2};
   const Tensor x = grad_input(shape, 603, -3, 3).detach();
   const std::vector<double> xv = values_of(x);
-  for (int64_t dim : {0, 1, 2}) {
-    INFO("dim " << dim);
+  for (const int64_t dim_as_given : softmax_dims()) {
+    INFO("dim " << dim_as_given);
+    const int64_t dim = dim_as_given < 0 ? dim_as_given + 3 : dim_as_given;
     const std::vector<double> sm = values_of(softmax(x, dim));
     const std::vector<double> lsm = values_of(log_softmax(x, dim));
     const std::vector<double> sm32 = values_of(softmax(x.to(DType::f32), dim));

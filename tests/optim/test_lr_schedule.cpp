@@ -1,5 +1,5 @@
 // LR schedules against torch's schedulers (tests/fixtures/optim, written by
-// tools/make_optim_fixtures.py): LinearLR warmup -> CosineAnnealingLR -> flat, chained by
+// tests/fixtures/make_optim.py): LinearLR warmup -> CosineAnnealingLR -> flat, chained by
 // SequentialLR, and StepLR, at every epoch; fractional positions by their closed forms.
 #include <catch2/catch.hpp>
 

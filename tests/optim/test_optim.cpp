@@ -1,5 +1,5 @@
 // SGD, Adam and AdamW against torch.optim (tests/fixtures/optim, written by
-// tools/make_optim_fixtures.py): every parameter after every step and the final state, f64
+// tests/fixtures/make_optim.py): every parameter after every step and the final state, f64
 // within 1e-12 and f32 within 1e-6 (relative, scaled by max(|expected|, 1)). Then the state
 // dict: a resume from a checkpoint continues bitwise as the uninterrupted run.
 #include <catch2/catch.hpp>

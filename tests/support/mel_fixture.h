@@ -1,5 +1,5 @@
 #pragma once
-// The torchaudio mel fixtures (tools/make_mel_fixtures.py, tests/fixtures/mel/<name>.txt),
+// The torchaudio mel fixtures (tests/fixtures/make_mel.py, tests/fixtures/mel/<name>.txt),
 // read the same way by the CPU tests (tests/data/test_mel.cpp) and the CUDA parity tests
 // (tests/cuda/test_cuda_mel.cpp): the config each case was made with, its float64 values,
 // and the one waveform every case cuts its clip from.

@@ -108,8 +108,8 @@ TEST_CASE("trainer: --features-on step trains as --features-on load", "[trainer]
   const SpeechTask task(options, Vocabulary());
   CHECK(task.train_items() == 8);
   const HostBatch batch = task.prepare({0, 1}, 0);
-  CHECK(batch.tensors[0].dim() == 2);
-  CHECK(batch.tensors.size() == 6);
+  CHECK(batch[SpeechBatch::input].dim() == 2);
+  CHECK(batch.fields.size() == 6);
 }
 
 TEST_CASE("trainer: --features-on step jitters images in the step as prepare() did", "[trainer]") {
@@ -137,8 +137,8 @@ TEST_CASE("trainer: --features-on step jitters images in the step as prepare() d
   const std::vector<int64_t> items{0, 1, 2, 3};
   const HostBatch step_batch = step.prepare(items, 1);
   // The host batch is not jittered: that happens in loss().
-  CHECK(step_batch.tensors[0].to_vector<float>() ==
-        plain.prepare(items, 1).tensors[0].to_vector<float>());
+  CHECK(step_batch[ImageBatch::image].to_vector<float>() ==
+        plain.prepare(items, 1)[ImageBatch::image].to_vector<float>());
   const double load_loss = load.loss(load.prepare(items, 1), Device::cpu()).item();
   const double step_loss = step.loss(step_batch, Device::cpu()).item();
   CHECK(std::isfinite(load_loss));

@@ -38,11 +38,11 @@ TEST_CASE("trainer: --features cqt makes constant-Q images of the slices", "[tra
   options.image_width = 20;
   options.workers = 1;
   const std::vector<float> mel =
-      ClassTask(options).prepare({0, 1}, 0).tensors[0].to_vector<float>();
+      ClassTask(options).prepare({0, 1}, 0)[ImageBatch::image].to_vector<float>();
   options.image_features = "cqt";
   const HostBatch batch = ClassTask(options).prepare({0, 1}, 0);
-  REQUIRE(batch.tensors[0].shape() == Shape{2, 3, 24, 20});
-  const std::vector<float> cqt = batch.tensors[0].to_vector<float>();
+  REQUIRE(batch[ImageBatch::image].shape() == Shape{2, 3, 24, 20});
+  const std::vector<float> cqt = batch[ImageBatch::image].to_vector<float>();
   CHECK(cqt != mel);
   for (const float v : cqt) REQUIRE((v >= -1.0f && v <= 1.0f));
   // The 300 Hz tone of track 0 is bin 38 of 84 (C1 * 2^(38.4 / 12)): in the 24-row image row

@@ -54,9 +54,10 @@ TEST_CASE("trainer: a class folder of PNG images becomes normalised, resized bat
     const ClassTask task(options);
     CHECK(task.train_items() == 6);
     const HostBatch batch = task.prepare({0, 5}, 0);
-    REQUIRE(batch.tensors[0].shape() == Shape{2, 3, 32, 32});
-    CHECK(batch.tensors[1].to_vector<int64_t>() == std::vector<int64_t>{0, 1});  // dark, light
-    const auto values = batch.tensors[0].to_vector<float>();
+    REQUIRE(batch[ImageBatch::image].shape() == Shape{2, 3, 32, 32});
+    CHECK(batch[ImageBatch::label].to_vector<int64_t>() ==
+          std::vector<int64_t>{0, 1});  // dark, light
+    const auto values = batch[ImageBatch::image].to_vector<float>();
     const size_t item = 3 * 32 * 32;
     // (v / 255 - 0.5) / 0.5: dark within [20, 60] -> [-0.843, -0.529], light [195, 235] ->
     // [0.529, 0.843]; a bilinear resize stays within its neighbours' range.
@@ -78,7 +79,7 @@ TEST_CASE("trainer: a class folder of PNG images becomes normalised, resized bat
     options.train_manifest = folder.file("rgb");
     options.image_mean = {0.0, 0.5, 1.0};
     options.image_std = {1.0, 0.5, 2.0};
-    const auto values = ClassTask(options).prepare({0}, 0).tensors[0].to_vector<float>();
+    const auto values = ClassTask(options).prepare({0}, 0)[ImageBatch::image].to_vector<float>();
     REQUIRE(values.size() == 3 * 32 * 32);
     const float expected[3] = {10 / 255.0f, (128 / 255.0f - 0.5f) / 0.5f, (250 / 255.0f - 1) / 2};
     for (size_t c = 0; c < 3; ++c)
@@ -89,7 +90,7 @@ TEST_CASE("trainer: a class folder of PNG images becomes normalised, resized bat
     options.image_mean = {0.0};
     options.image_std = {1.0};
     const ClassTask task(options);
-    const auto values = task.prepare({5}, 0).tensors[0].to_vector<float>();
+    const auto values = task.prepare({5}, 0)[ImageBatch::image].to_vector<float>();
     REQUIRE(values.size() == 32 * 32);
     for (const float v : values) REQUIRE((v >= 195 / 255.0f - 1e-6f && v <= 235 / 255.0f + 1e-6f));
   }

@@ -344,13 +344,15 @@ class PoisonedTask : public Task {
   }
   int64_t train_items() const override { return 64; }
   std::vector<int64_t> train_lengths() const override { return std::vector<int64_t>(64, 1); }
+  // As a speech task samples (the batches this test counts).
+  SamplingKind sampling() const override { return SamplingKind::length_buckets; }
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override {
     (void)epoch;
     const double value = prepared_++ >= poison_from_ ? std::nan("") : 1.0;
-    return {{full({4}, value)}, int64_t(items.size()), 0.0};
+    return {{{"input", full({4}, value), true}}, int64_t(items.size()), 0.0};
   }
   Tensor loss(const HostBatch& batch, Device) override {
-    return sum(model_.weight * batch.tensors[0]) * (1.0 / 4.0);
+    return sum(model_.weight * batch["input"]) * (1.0 / 4.0);
   }
   EvalCounts evaluate(const std::string&, Device, int64_t, int64_t) override { return {}; }
   EvalResult summarize(const EvalCounts&) const override { return {}; }
@@ -473,11 +475,12 @@ TEST_CASE("trainer: --speed-perturb plays each item at 0.9, 1.0 or 1.1, repeatab
   plain_options.speed_perturb = false;
   const SpeechTask plain(plain_options, Vocabulary());
   const std::vector<int64_t> items{0, 1, 2, 3, 4, 5, 6, 7};
-  const std::vector<int64_t> base = plain.prepare(items, 0).tensors[1].to_vector<int64_t>();
+  const std::vector<int64_t> base =
+      plain.prepare(items, 0)[SpeechBatch::input_lengths].to_vector<int64_t>();
   std::set<int> factors_seen;
   for (int64_t epoch = 0; epoch < 4; ++epoch) {
     const HostBatch batch = task.prepare(items, epoch);
-    const std::vector<int64_t> frames = batch.tensors[1].to_vector<int64_t>();
+    const std::vector<int64_t> frames = batch[SpeechBatch::input_lengths].to_vector<int64_t>();
     for (size_t i = 0; i < items.size(); ++i) {
       // Frames scale as 1 / factor (the STFT's centre frame and rounding: within 2 frames).
       const double ratio = double(base[i]) / double(frames[i]);
@@ -492,12 +495,12 @@ TEST_CASE("trainer: --speed-perturb plays each item at 0.9, 1.0 or 1.1, repeatab
       CHECK(matched != 0);
     }
     // The same (epoch, items) give the same batch: the speed is keyed, not drawn afresh.
-    CHECK(task.prepare(items, epoch).tensors[0].to_vector<float>() ==
-          batch.tensors[0].to_vector<float>());
+    CHECK(task.prepare(items, epoch)[SpeechBatch::input].to_vector<float>() ==
+          batch[SpeechBatch::input].to_vector<float>());
   }
   CHECK(factors_seen == std::set<int>{90, 100, 110});
   // Evaluation never perturbs: the plain task's batches are the stored features.
-  CHECK(plain.prepare(items, 3).tensors[1].to_vector<int64_t>() == base);
+  CHECK(plain.prepare(items, 3)[SpeechBatch::input_lengths].to_vector<int64_t>() == base);
 }
 
 TEST_CASE("trainer: --brightness and --contrast jitter training images per epoch", "[trainer]") {
@@ -517,12 +520,14 @@ TEST_CASE("trainer: --brightness and --contrast jitter training images per epoch
   options.contrast = 0.4;
   const ClassTask jittered(options);
   const std::vector<int64_t> items{0, 1, 2, 3};
-  const std::vector<float> original = plain.prepare(items, 0).tensors[0].to_vector<float>();
-  const std::vector<float> epoch0 = jittered.prepare(items, 0).tensors[0].to_vector<float>();
-  const std::vector<float> epoch1 = jittered.prepare(items, 1).tensors[0].to_vector<float>();
+  const std::vector<float> original = plain.prepare(items, 0)[ImageBatch::image].to_vector<float>();
+  const std::vector<float> epoch0 =
+      jittered.prepare(items, 0)[ImageBatch::image].to_vector<float>();
+  const std::vector<float> epoch1 =
+      jittered.prepare(items, 1)[ImageBatch::image].to_vector<float>();
   CHECK(epoch0 != original);
   CHECK(epoch0 != epoch1);
-  CHECK(jittered.prepare(items, 0).tensors[0].to_vector<float>() == epoch0);
+  CHECK(jittered.prepare(items, 0)[ImageBatch::image].to_vector<float>() == epoch0);
   for (const float v : epoch0) REQUIRE((v >= -1.0f && v <= 1.0f));
   // The image's three channels carry the same jittered plane.
   const size_t plane = 16 * 16;

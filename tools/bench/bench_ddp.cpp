@@ -3,7 +3,8 @@
 // communication), and how much of the communication backward hid. Run under mpirun:
 //   mpirun -np 2 build/bench_ddp [--device cuda] [--batch 4] [--frames 200] [--bucket-mb 25]
 // Work: DeepSpeech2 (peer_torch.py's ds2 by default, --hidden/--layers to shrink it) on random
-// log-mel frames, CTC, AdamW. Phases, every rank at once, each after a barrier:
+// log-mel frames, the trainer's CTC loss (ds2_training_loss), AdamW. Phases, every rank at once,
+// each after a barrier:
 //   local - forward, backward, step: no reducer;
 //   ddp   - the same under DistributedDataParallel (buckets all-reduced while backward runs);
 //   comm  - the buckets' all-reduces alone, back to back, nothing else running.
@@ -27,10 +28,10 @@
 #include "comm/compressed_all_reduce.h"
 #include "comm/ddp.h"
 #include "engine/ops.h"
-#include "engine/ops/ctc.h"
 #include "engine/optim/adamw.h"
 #include "engine/random.h"
 #include "models/ds2.h"
+#include "tools/trainer/ds2_training_loss.h"
 
 using namespace sonata;
 
@@ -74,9 +75,7 @@ Workload make_workload(Device device, int rank, int64_t batch, int64_t frames, i
 }
 
 Tensor loss_of(const Workload& w) {
-  const Ds2Output out = w.model->forward(w.x, w.input_lengths);
-  const CtcOptions ctc{.blank = 0, .reduction = Reduction::mean, .zero_infinity = true};
-  return ctc_loss(out.output, w.targets, out.output_lengths, w.target_lengths, ctc);
+  return ds2_training_loss(*w.model, w.x, w.input_lengths, w.targets, w.target_lengths);
 }
 
 struct Timing {

@@ -28,7 +28,7 @@
 
 #include "base/error.h"
 #include "data/audio/decode.h"
-#include "data/audio/resample.h"
+#include "data/datasets/speech_dataset.h"
 #include "data/features/spectrogram.h"
 #include "data/loader/batch_loader.h"
 #include "data/manifest/asr_manifest.h"
@@ -151,25 +151,16 @@ int main(int argc, char** argv) {
     config.hop_length = 160;
     const FeatureExtractor extractor(config);
     const int64_t target_rate = extractor.config().sample_rate;
-    // One batch: decode, resample, log-mel each clip, then pad into [B, T_max, n_mels].
+    // No augmentation: the decode-to-batch path alone, batched as the trainer's batches
+    // (SpeechBatcher: [B, 1, T_max, n_mels] zero-padded, audio seconds at the feature rate).
+    const SpeechBatcher batcher(extractor, SpeechAugment{});
+    // One batch: decode, resample, log-mel each clip (the speech dataset's path), then pad.
     auto make = [&](const std::vector<int64_t>& items, int64_t) {
       std::vector<Tensor> features;
-      double audio = 0;
-      for (int64_t item : items) {
-        const Audio decoded = decode_audio(paths[size_t(item) % paths.size()]);
-        audio += double(decoded.samples.size()) / decoded.sample_rate;
-        const std::vector<float> samples =
-            decoded.sample_rate == target_rate
-                ? decoded.samples
-                : resample(decoded.samples, decoded.sample_rate, target_rate);
-        features.push_back(extractor.log_mel(samples));
-      }
-      int64_t longest = 0;
-      for (const Tensor& f : features) longest = std::max(longest, f.size(0));
-      Tensor padded = zeros({int64_t(items.size()), longest, extractor.config().n_mels});
-      for (size_t i = 0; i < features.size(); ++i)
-        padded.select(0, int64_t(i)).slice(0, 0, features[i].size(0)).copy_(features[i]);
-      return HostBatch{{padded}, int64_t(items.size()), audio};
+      for (int64_t item : items)
+        features.push_back(
+            extractor.log_mel(decode_clip(paths[size_t(item) % paths.size()], target_rate)));
+      return batcher.pad(features, {});
     };
     if (consumer <= 0) consumer = measure_ds2_step();
     // Untimed: the resampling filter bank, the FFT plan's first use, the files into the cache.

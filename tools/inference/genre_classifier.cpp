@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
+#include "data/datasets/image_dataset.h"
 #include "data/image/image_file.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"

@@ -1,19 +1,10 @@
 #include "tools/trainer/class_task.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
 
 #include "base/error.h"
 #include "base/nvtx.h"
-#include "data/audio/decode.h"
-#include "data/audio/resample.h"
-#include "data/augment/augment_key.h"
-#include "data/augment/image_jitter.h"
-#include "data/image/image_file.h"
-#include "data/image/image_resize.h"
-#include "data/manifest/class_manifest.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
@@ -25,11 +16,6 @@ namespace sonata {
 namespace {
 
 constexpr double kTopDb = 80.0;
-
-std::vector<ClassEntry> entries_of(const std::string& path, const InputPolicy& policy) {
-  return std::filesystem::is_directory(path) ? scan_class_folders(path)
-                                             : read_class_manifest(path, manifest_options(policy));
-}
 
 const std::string& first_manifest(const TrainerOptions& o) {
   if (!o.train_manifest.empty()) return o.train_manifest;
@@ -47,60 +33,14 @@ FeatureConfig image_features(const TrainerOptions& o) {
 
 }  // namespace
 
-Tensor spectrogram_image(std::span<const float> slice, const FeatureExtractor& extractor,
-                         int64_t width) {
-  const Tensor mel = extractor.log_mel(slice);  // [frames, H] in dB, floored at max - 80
-  const int64_t frames = mel.size(0), height = mel.size(1);
-  const float* db = mel.data<float>();
-  const float peak = *std::max_element(db, db + mel.numel());
-  Tensor image = empty({height, width});
-  float* out = image.data<float>();
-  // Linear resize along time with half-pixel centres (align_corners = False).
-  const double scale = double(frames) / double(width);
-  for (int64_t x = 0; x < width; ++x) {
-    const double source = std::clamp((double(x) + 0.5) * scale - 0.5, 0.0, double(frames - 1));
-    const int64_t left = int64_t(source);
-    const int64_t right = std::min(left + 1, frames - 1);
-    const double t = source - double(left);
-    for (int64_t y = 0; y < height; ++y) {
-      const double value = (1 - t) * db[left * height + y] + t * db[right * height + y];
-      // Top row is the highest band, as an image of the spectrogram is drawn.
-      const double unit = std::clamp((value - (peak - kTopDb)) / kTopDb, 0.0, 1.0);
-      out[(height - 1 - y) * width + x] = float((unit - 0.5) / 0.5);
-    }
-  }
-  return image;
-}
-
-Tensor cqt_image(std::span<const float> slice, const ConstantQ& cqt, int64_t height,
-                 int64_t width) {
-  const Tensor db = cqt.db(slice);  // [bins, frames], in [-top_db, 0]
-  const int64_t bins = db.size(0), frames = db.size(1);
-  const double top_db = cqt.config().top_db > 0 ? cqt.config().top_db : kTopDb;
-  Tensor flipped = empty({1, bins, frames});
-  const float* in = db.data<float>();
-  float* out = flipped.data<float>();
-  for (int64_t k = 0; k < bins; ++k)
-    for (int64_t t = 0; t < frames; ++t)
-      out[(bins - 1 - k) * frames + t] =
-          float(std::clamp((double(in[k * frames + t]) + top_db) / top_db, 0.0, 1.0));
-  Tensor image = resize_bilinear(flipped, height, width);
-  normalize_image(image, {{0.5}, {0.5}});
-  return image.view({height, width});
-}
-
-Tensor image_file_item(const std::string& path, int64_t channels, int64_t height, int64_t width,
-                       const ImageNormalize& normalize) {
-  Tensor image = resize_bilinear(read_image(path, channels), height, width);
-  normalize_image(image, normalize);
-  return image;
-}
-
 ClassTask::ClassTask(const TrainerOptions& options)
     : options_(options),
       extractor_(image_features(options)),
       policy_(input_policy(options)),
-      labels_(label_map_of(entries_of(first_manifest(options), policy_))),
+      batcher_(ModelConfig(options.model_config).get_int("in-channels", 3), options.image_height,
+               options.image_width, options.slice_seconds, {options.brightness, options.contrast},
+               options.seed + 1, options.features_on == "step"),
+      labels_(label_map_of(class_entries(first_manifest(options), policy_))),
       compute_dtype_(compute_dtype(options.precision)) {
   in_channels_ = ModelConfig(options.model_config).get_int("in-channels", 3);  // image files
   if (options.image_features == "cqt")
@@ -115,83 +55,27 @@ ClassTask::ClassTask(const TrainerOptions& options)
   in_channels_ = config.get_int("in-channels", 3);
 }
 
-void ClassTask::check_image_split(const std::string& name, const std::string& manifest,
-                                  int64_t image_files, int64_t entries) const {
-  SONATA_CHECK(image_files == 0 || image_files == entries, "--", name, " ", manifest, " mixes ",
-               image_files, " image files with ", entries - image_files,
-               " audio files; one split holds one kind");
-  if (image_files == 0) return;
-  SONATA_CHECK(options_.brightness == 0 && options_.contrast == 0,
-               "--brightness and --contrast apply to spectrogram images of audio, not to the "
-               "image files of --",
-               name, " ", manifest);
-  check_image_normalize({options_.image_mean, options_.image_std}, in_channels_,
-                        "--image-mean / --image-std");
-}
-
 ImageSplit ClassTask::load(const std::string& name, const std::string& manifest) const {
-  const std::vector<ClassEntry> entries = entries_of(manifest, policy_);
-  SONATA_CHECK(!entries.empty(), "--", name, " ", manifest, " lists no tracks");
-  // A label outside the map is a mistake in the manifests, not a bad track: it always stops.
-  std::vector<int64_t> labels;
-  for (const ClassEntry& entry : entries) {
-    const auto label = labels_.find(entry.label);
-    SONATA_CHECK(label.has_value(), manifest, ": label '", entry.label, "' of ", entry.path,
-                 " is not among the ", labels_.size(), " labels of ", first_manifest(options_));
-    labels.push_back(*label);
-  }
-  const int64_t rate = options_.features.sample_rate;
-  const int64_t slice = int64_t(std::llround(options_.slice_seconds * double(rate)));
-  const int64_t image_files = std::count_if(
-      entries.begin(), entries.end(), [](const ClassEntry& e) { return is_image_path(e.path); });
-  check_image_split(name, manifest, image_files, int64_t(entries.size()));
-  const ImageNormalize normalize{options_.image_mean, options_.image_std};
-  std::vector<std::vector<Tensor>> images(entries.size());
-  std::vector<double> seconds(entries.size());
-  const std::vector<std::string> problems =
-      load_inputs(int64_t(entries.size()), options_.workers, policy_, [&](int64_t i) {
-        const ClassEntry& entry = entries[size_t(i)];
-        if (image_files > 0) {
-          images[size_t(i)].push_back(image_file_item(
-              entry.path, in_channels_, options_.image_height, options_.image_width, normalize));
-          return;
-        }
-        Audio decoded = decode_audio(entry.path);
-        const std::vector<float> audio = decoded.sample_rate == rate
-                                             ? std::move(decoded.samples)
-                                             : resample(decoded.samples, decoded.sample_rate, rate);
-        seconds[size_t(i)] = double(audio.size()) / double(rate);
-        // Padding a short track to a slice would make a mostly silent image the model learns
-        // as the track's class.
-        SONATA_CHECK(int64_t(audio.size()) >= slice, entry.path, " lasts ", seconds[size_t(i)],
-                     " s, shorter than one --slice-seconds ", options_.slice_seconds, " slice");
-        check_duration(entry.path, seconds[size_t(i)], policy_);
-        for (int64_t start = 0; start + slice <= int64_t(audio.size()); start += slice) {
-          const std::span<const float> piece(audio.data() + start, size_t(slice));
-          images[size_t(i)].push_back(
-              cqt_ ? cqt_image(piece, *cqt_, options_.image_height, options_.image_width)
-                   : spectrogram_image(piece, extractor_, options_.image_width));
-        }
-      });
-  ImageSplit split;
-  split.name = name;
-  split.skipped = bad_inputs(problems);
-  for (const size_t i : good_inputs(problems)) {
-    for (Tensor& image : images[i]) {
-      split.images.push_back(std::move(image));
-      split.labels.push_back(labels[i]);
-      split.tracks.push_back(split.track_count);
-    }
-    ++split.track_count;
-    split.seconds += seconds[i];
-  }
-  SONATA_CHECK(split.track_count > 0, "--", name, " ", manifest, ": every track is bad (",
-               split.skipped.front(), ")");
-  return split;
+  ImageSplitOptions split_options;
+  split_options.sample_rate = options_.features.sample_rate;
+  split_options.slice_seconds = options_.slice_seconds;
+  split_options.height = options_.image_height;
+  split_options.width = options_.image_width;
+  split_options.channels = in_channels_;
+  split_options.normalize = {options_.image_mean, options_.image_std};
+  split_options.jitter = {options_.brightness, options_.contrast};
+  split_options.mel = &extractor_;
+  split_options.cqt = cqt_.get();
+  return load_image_split(name, manifest, labels_, first_manifest(options_), split_options,
+                          options_.workers, policy_);
 }
 
 std::vector<int64_t> ClassTask::train_lengths() const {
   return std::vector<int64_t>(train_.images.size(), 1);
+}
+
+SamplingKind ClassTask::sampling() const {
+  return options_.class_balanced ? SamplingKind::class_balanced : SamplingKind::uniform;
 }
 
 const ImageSplit& ClassTask::split(const std::string& name) const {
@@ -206,75 +90,25 @@ bool ClassTask::has_split(const std::string& name) const {
 }
 
 HostBatch ClassTask::prepare(const std::vector<int64_t>& items, int64_t epoch) const {
-  HostBatch host = batch_of(train_, items);
-  const ImageJitter jitter{options_.brightness, options_.contrast};
-  if (jitter.brightness == 0 && jitter.contrast == 0) return host;
-  if (options_.features_on == "step") {
-    // The jitter runs on the device in loss(), keyed by these (their bits as i64).
-    std::vector<int64_t> keys;
-    for (const int64_t item : items) keys.push_back(int64_t(augment_key(epoch, item)));
-    host.tensors.push_back(from_vector(keys, {int64_t(items.size())}));
-    return host;
-  }
-  // One draw per image, the same for its replicated channels; seed + 1 as every augmentation.
-  const int64_t plane = options_.image_height * options_.image_width;
-  float* images = host.tensors[0].data<float>();
-  for (size_t n = 0; n < items.size(); ++n) {
-    float* first = images + int64_t(n) * in_channels_ * plane;
-    image_jitter(std::span<float>(first, size_t(plane)), jitter, options_.seed + 1,
-                 augment_key(epoch, items[n]));
-    for (int64_t c = 1; c < in_channels_; ++c) std::copy_n(first, plane, first + c * plane);
-  }
-  return host;
-}
-
-// tensors: images [N, C, H, W], labels i64 [N].
-HostBatch ClassTask::batch_of(const ImageSplit& data, const std::vector<int64_t>& items) const {
-  const int64_t batch = int64_t(items.size());
-  const int64_t height = options_.image_height, width = options_.image_width;
-  Tensor images = empty({batch, in_channels_, height, width});
-  float* out = images.data<float>();
-  std::vector<int64_t> labels;
-  for (int64_t n = 0; n < batch; ++n) {
-    const Tensor& item = data.images[size_t(items[size_t(n)])];
-    const float* image = item.data<float>();
-    // A spectrogram plane is replicated to the channels; an image file has them all.
-    const bool all_channels = item.numel() == in_channels_ * height * width;
-    for (int64_t c = 0; c < in_channels_; ++c)
-      std::copy_n(image + (all_channels ? c * height * width : 0), height * width,
-                  out + (n * in_channels_ + c) * height * width);
-    labels.push_back(data.labels[size_t(items[size_t(n)])]);
-  }
-  HostBatch host;
-  host.items = batch;
-  host.audio_seconds = double(batch) * options_.slice_seconds;
-  host.tensors = {images, from_vector(labels, {batch})};
-  return host;
+  // seed + 1 for the jitter, as every augmentation.
+  return batcher_.training(train_, items, epoch);
 }
 
 Tensor ClassTask::model_input(const HostBatch& batch, Device device) const {
   Tensor images;
   {
     SONATA_NVTX_RANGE("sonata::step::host_to_device");
-    images = batch.tensors[0].to(device, true);
-    if (batch.tensors.size() == 2) images = images.to(compute_dtype_);
+    images = batch[ImageBatch::image].to(device, true);
   }
-  if (batch.tensors.size() > 2) {
-    // --features-on step: prepare()'s jitter here, on the device: one draw per image, made on
-    // its first channel and copied to the others.
-    SONATA_NVTX_RANGE("sonata::step::augment");
-    std::vector<uint64_t> keys;
-    for (const int64_t key : batch.tensors[2].to_vector<int64_t>()) keys.push_back(uint64_t(key));
-    const Tensor first = image_jitter_batch(
-        images.slice(1, 0, 1), {options_.brightness, options_.contrast}, options_.seed + 1, keys);
-    images = first.expand({-1, in_channels_, -1, -1}).contiguous().to(compute_dtype_);
-  }
-  return images;
+  if (!batch.has(ImageBatch::augment_keys)) return images.to(compute_dtype_);
+  // --features-on step: prepare()'s jitter here, on the device.
+  SONATA_NVTX_RANGE("sonata::step::augment");
+  return batcher_.step_jitter(images, batch).to(compute_dtype_);
 }
 
 Tensor ClassTask::loss(const HostBatch& batch, Device device) {
   const Tensor images = model_input(batch, device);
-  const Tensor labels = batch.tensors[1].to(device, true);
+  const Tensor labels = batch[ImageBatch::label].to(device, true);
   SONATA_NVTX_RANGE("sonata::step::forward");
   const Tensor logits = model_->forward(images);
   return cross_entropy(cast(logits, DType::f32), labels);
@@ -302,16 +136,18 @@ class ClassEvalPass : public EvalPass {
     return (int64_t(mine_.size()) + eval_batch_ - 1) / eval_batch_;
   }
 
-  HostBatch batch(int64_t index) const override { return task_.batch_of(data_, items(index)); }
+  HostBatch batch(int64_t index) const override {
+    return task_.batcher_.batch(data_, items(index));
+  }
 
   LayerValue input(const HostBatch& batch, Device device) const override {
-    return {batch.tensors[0].to(device, true).to(task_.compute_dtype_), Tensor()};
+    return {batch[ImageBatch::image].to(device, true).to(task_.compute_dtype_), Tensor()};
   }
 
   void add(const LayerValue& output, const HostBatch& batch) override {
     const std::vector<int64_t> slices = items(added_++);
     const Tensor logits = cast(output.x, DType::f32);
-    loss_sum_ += cross_entropy(logits, batch.tensors[1].to(logits.device(), true), Tensor(),
+    loss_sum_ += cross_entropy(logits, batch[ImageBatch::label].to(logits.device(), true), Tensor(),
                                {.reduction = Reduction::sum})
                      .item();
     const auto probabilities =
@@ -458,16 +294,20 @@ DataReport ClassTask::data_report() const {
 LayerSequence ClassTask::pipeline_layers() {
   const auto vgg = std::dynamic_pointer_cast<Vgg>(model_);
   SONATA_CHECK(vgg, "--pipeline-stages: the classification model is not a Vgg");
-  return vgg->pipeline_layers();
+  return vgg->layers();
 }
 
 LayerValue ClassTask::pipeline_input(const HostBatch& batch, Device device) {
   return {model_input(batch, device), Tensor()};
 }
 
-Tensor ClassTask::pipeline_loss(const LayerValue& output, const std::vector<Tensor>& batch_tensors,
+std::vector<Tensor> ClassTask::pipeline_targets(const HostBatch& batch) const {
+  return {batch[ImageBatch::label]};
+}
+
+Tensor ClassTask::pipeline_loss(const LayerValue& output, const std::vector<Tensor>& targets,
                                 Device device) {
-  return cross_entropy(cast(output.x, DType::f32), batch_tensors[1].to(device, true));
+  return cross_entropy(cast(output.x, DType::f32), targets.at(0).to(device, true));
 }
 
 }  // namespace sonata

@@ -220,7 +220,7 @@ PipelineStepResult PipelineParallel::step(const std::vector<HostBatch>& batches,
   std::vector<std::vector<Tensor>> targets;
   for (const HostBatch& batch : batches) {
     if (stage_->is_first()) inputs.push_back(task_.pipeline_input(batch, device));
-    if (stage_->is_last()) targets.push_back(batch.tensors);
+    if (stage_->is_last()) targets.push_back(task_.pipeline_targets(batch));
   }
   return pipeline_->step_micro_batches(int(batches.size()), inputs, targets, reducer_.get());
 }

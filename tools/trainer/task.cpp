@@ -13,6 +13,10 @@ LayerValue Task::pipeline_input(const HostBatch&, Device) {
   throw Error("--pipeline-stages: this task has no pipeline input");
 }
 
+std::vector<Tensor> Task::pipeline_targets(const HostBatch&) const {
+  throw Error("--pipeline-stages: this task has no pipeline targets");
+}
+
 Tensor Task::pipeline_loss(const LayerValue&, const std::vector<Tensor>&, Device) {
   throw Error("--pipeline-stages: this task has no pipeline loss");
 }

@@ -50,6 +50,13 @@ struct EvalResult {
   std::vector<std::string> report;        // lines for the terminal (transcripts, confusion)
 };
 
+// How the training items are drawn into batches (make_sampler, sampler_choice.h).
+enum class SamplingKind {
+  uniform,         // a fresh permutation each epoch
+  class_balanced,  // classes equally often (train_labels())
+  length_buckets,  // items of similar train_lengths() together: little padding
+};
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -61,6 +68,9 @@ class Task {
   virtual std::vector<int64_t> train_lengths() const = 0;
   // Per-item class labels, for class-balanced sampling (classification only).
   virtual std::vector<int64_t> train_labels() const { return {}; }
+  // The sampling this task's items need: length buckets for ragged ones (padding costs),
+  // uniform for fixed-size ones, class-balanced where asked for.
+  virtual SamplingKind sampling() const { return SamplingKind::uniform; }
   // Thread-safe: called on a worker thread while the previous step computes. `epoch` keys the
   // augmentation, so a resumed run sees the same items.
   virtual HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const = 0;
@@ -87,12 +97,14 @@ class Task {
   virtual DataReport data_report() const { return {}; }
 
   // Pipeline parallelism (--pipeline-stages): the model as its sequence of layers, a batch's
-  // input to the first layer, and the loss of the last layer's output for that batch (its
-  // host tensors as prepare() made them): together the same computation as loss(). The
-  // defaults throw: a task that cannot be cut into stages says so.
+  // input to the first layer, the batch's tensors the loss needs (sent to the last stage, in
+  // an order the task chooses), and the loss of the last layer's output from those targets:
+  // together the same computation as loss(). The defaults throw: a task that cannot be cut
+  // into stages says so.
   virtual LayerSequence pipeline_layers();
   virtual LayerValue pipeline_input(const HostBatch& batch, Device device);
-  virtual Tensor pipeline_loss(const LayerValue& output, const std::vector<Tensor>& batch_tensors,
+  virtual std::vector<Tensor> pipeline_targets(const HostBatch& batch) const;
+  virtual Tensor pipeline_loss(const LayerValue& output, const std::vector<Tensor>& targets,
                                Device device);
   // The evaluation of shard `rank` of `world` of `split` batch by batch (a pipelined
   // evaluation's). The default throws.

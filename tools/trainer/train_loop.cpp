@@ -9,27 +9,21 @@
 
 #include "base/error.h"
 #include "base/nvtx.h"
-#include "comm/ddp.h"
-#include "comm/sync_batch_norm.h"
 #include "data/loader/device_stager.h"
-#include "data/sampling/class_balanced_sampler.h"
-#include "data/sampling/length_bucket_sampler.h"
-#include "data/sampling/random_batch_sampler.h"
 #include "engine/allocator.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/nn/state_dict.h"
 #include "engine/ops.h"
 #include "engine/optim/adamw.h"
-#include "engine/optim/clip_grad.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/param_groups.h"
 #include "engine/optim/sgd.h"
-#include "models/layers/batch_norm.h"
 #include "tools/trainer/init_from.h"
 #include "tools/trainer/metrics_log.h"
-#include "tools/trainer/pipeline_parallel.h"
 #include "tools/trainer/precision.h"
 #include "tools/trainer/progress.h"
+#include "tools/trainer/sampler_choice.h"
+#include "tools/trainer/strategy/single_process_strategy.h"
 #include "tools/trainer/training_state.h"
 
 namespace sonata {
@@ -42,12 +36,12 @@ double seconds_since(Clock::time_point start) {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& o, Module& model, double lr,
-                                          PipelineParallel* pipeline) {
+                                          const TrainingStrategy& strategy) {
   std::vector<ParamGroup> groups =
       o.decay_norm_and_bias ? std::vector<ParamGroup>{ParamGroup{
                                   model.parameters(), {{"weight_decay", o.weight_decay}}}}
                             : weight_decay_groups(model, o.weight_decay);
-  if (pipeline) groups = pipeline->stage_param_groups(groups);  // this stage's parameters only
+  groups = strategy.optimizer_groups(std::move(groups));  // a pipeline stage's only
   if (o.optimizer == "sgd")
     return std::make_unique<SGD>(std::move(groups), SgdOptions{.lr = lr,
                                                                .momentum = o.momentum,
@@ -74,24 +68,6 @@ LrSchedule make_schedule(const TrainerOptions& o, double peak_lr, double length)
   return schedule;
 }
 
-// Length buckets for ASR (little padding), a fresh permutation each epoch for
-// classification (uniform, or class-balanced on request); all pure functions of the epoch.
-// `replica` of `replicas` data-parallel shards.
-std::unique_ptr<BatchSampler> make_sampler(const TrainerOptions& o, const Task& task,
-                                           int64_t replica, int64_t replicas) {
-  SamplerOptions sampling;
-  sampling.batch_size = o.batch_size;
-  sampling.seed = o.seed;
-  sampling.rank = replica;
-  sampling.world_size = replicas;
-  if (o.is_asr())
-    return std::make_unique<LengthBucketSampler>(task.train_lengths(), sampling,
-                                                 /*bucket_size_multiplier=*/100, o.sortagrad);
-  if (o.class_balanced)
-    return std::make_unique<ClassBalancedSampler>(task.train_labels(), sampling);
-  return std::make_unique<RandomBatchSampler>(task.train_items(), sampling);
-}
-
 std::string format_metrics(const std::map<std::string, double>& metrics) {
   std::string text;
   for (const auto& [name, value] : metrics) {
@@ -116,8 +92,8 @@ class Run {
   // The batch `index` of `count` in this epoch, from the stager or the loader (timed as the
   // data wait); on a GPU the next batch's copy starts behind it.
   HostBatch next_batch(size_t index, size_t count);
-  // --pipeline-stages: the last stage's loss of one micro-batch, tracked and scaled.
-  Tensor pipeline_micro_batch_loss(const LayerValue& output, const std::vector<Tensor>& tensors);
+  // What the strategy calls back into for each micro-batch's loss.
+  LossHooks loss_hooks();
   void track_loss(const Tensor& loss);
   void optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches);
   void log_point(int64_t epoch, int64_t step_in_epoch);
@@ -130,16 +106,15 @@ class Run {
   void start_profiling();
   void stop_profiling();
   bool is_main() const { return rank_ == 0; }
-  // Sums `values` over the ranks (identity in one process).
-  std::vector<double> sum_over_ranks(std::vector<double> values);
 
   const TrainerOptions& o_;
   Task& task_;
   Device device_;
   std::shared_ptr<ProcessGroup> group_;  // null in one process
   int64_t rank_ = 0, world_ = 1;
-  std::unique_ptr<DistributedDataParallel> ddp_;
-  std::unique_ptr<PipelineParallel> pipeline_;  // --pipeline-stages > 1
+  // How a step spreads over the processes (make_training_strategy); under --eval-only, ranks
+  // that evaluate their shards alone.
+  std::unique_ptr<TrainingStrategy> strategy_;
   Module& model_;
   std::string metrics_path_;
   MetricsLog metrics_;
@@ -192,7 +167,7 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
       loader_([&task](const std::vector<int64_t>& items,
                       int64_t epoch) { return task.prepare(items, epoch); },
               o.workers, 2 * o.workers, /*pin_for=*/device),
-      stager_(device, {0}) {
+      stager_(device) {
   if (!o.init_from.empty()) progress_.print(init_from_weights(model_, o.init_from));
   // Before any split: the pipeline's, SyncBatchNorm's and the reducer's groups inherit it.
   if (group_ && o.comm_timeout > 0) group_->set_timeout(o.comm_timeout);
@@ -203,6 +178,7 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
 }
 
 TrainResult Run::evaluate_only() {
+  strategy_ = std::make_unique<SingleProcessStrategy>(task_, device_, loss_hooks(), group_);
   progress_.print(str("evaluating on ", device_.str(), ": ", task_.describe()));
   report_data();
   if (!o_.resume.empty()) {
@@ -231,14 +207,10 @@ TrainResult Run::train() {
     scaling.backoff_factor = 1.0;
   }
   scaler_ = std::make_unique<LossScaler>(device_, scaling);
-  if (o_.pipeline_stages > 1)
-    pipeline_ = std::make_unique<PipelineParallel>(
-        o_, task_, group_, device_, [this](const LayerValue& output, const std::vector<Tensor>& t) {
-          return pipeline_micro_batch_loss(output, t);
-        });
+  strategy_ = make_training_strategy(o_, task_, group_, device_, loss_hooks());
   // Data-parallel shards: every rank's, or under a pipeline every replica's.
-  const int64_t replicas = pipeline_ ? pipeline_->replicas() : world_;
-  sampler_ = make_sampler(o_, task_, pipeline_ ? pipeline_->replica() : rank_, replicas);
+  const int64_t replicas = strategy_->replicas();
+  sampler_ = make_sampler(o_, task_, strategy_->replica(), replicas);
   const int64_t batch_size = sampler_->options().batch_size;
   if (batch_size != o_.batch_size)
     progress_.print(str("warning: --batch-size ", o_.batch_size, " is more than the ",
@@ -255,10 +227,10 @@ TrainResult Run::train() {
   schedule_in_steps_ = o_.schedule_unit == "steps";
   schedule_ =
       make_schedule(o_, peak_lr, schedule_in_steps_ ? double(total_steps_) : double(epochs_));
-  // Under a pipeline the optimizer holds this stage's parameters (PipelineParallel maps its
-  // state to one process's numbering and back).
-  optimizer_ = make_optimizer(o_, model_, peak_lr, pipeline_.get());
-  parameters_ = pipeline_ ? pipeline_->parameters() : model_.parameters();
+  // Under a pipeline the optimizer holds this stage's parameters (the strategy maps its state
+  // to one process's numbering and back).
+  optimizer_ = make_optimizer(o_, model_, peak_lr, *strategy_);
+  parameters_ = strategy_->parameters();
   if (!o_.checkpoint_dir.empty() && is_main())
     checkpoints_ = std::make_unique<CheckpointManager>(o_.checkpoint_dir, o_.keep_checkpoints,
                                                        task_.lower_is_better() ? "min" : "max");
@@ -272,7 +244,7 @@ TrainResult Run::train() {
     } else {
       std::vector<std::string> notes;
       TrainingState loaded = load_resume_checkpoint(path, o_, &source);
-      if (pipeline_) loaded.optimizer = pipeline_->stage_optimizer_state(loaded.optimizer);
+      loaded.optimizer = strategy_->local_optimizer_state(std::move(loaded.optimizer));
       start = restore_training_state(loaded, o_, task_, *optimizer_, *scaler_, &notes);
       progress_.print(str("resumed from ", source.folder, " at step ", start.step, " (epoch ",
                           start.epoch + 1, ", batch ", start.batch, ")"));
@@ -291,35 +263,18 @@ TrainResult Run::train() {
                       {"skipped", source.skipped}});
   }
   step_ = first_step_ = start.step;
-  if (pipeline_) {
-    // After the weights are final: replica 0's stages on every replica, the others released.
-    pipeline_->start_training();
-    progress_.print(str("pipeline parallel: ", pipeline_->describe(), "; this process runs stage ",
-                        pipeline_->stage(), " of replica ", pipeline_->replica()));
-  } else if (group_) {
-    // After the weights are final (moved, cast, resumed): rank 0's replace every rank's.
-    DdpOptions ddp_options;
-    ddp_options.reducer = reducer_options(o_);
-    if (o_.sync_bn) {
-      // Statistics on the buckets' own group: every rank issues the gathers and the bucket
-      // all-reduces in the same graph order, one communicator and stream, never two
-      // communicators racing (NCCL can deadlock so); identical statistics make broadcasts
-      // unnecessary.
-      set_batch_norm_stats_reducer(model_, make_batch_norm_stats_reducer(group_));
-      ddp_options.broadcast_buffers = false;
-    }
-    ddp_ = std::make_unique<DistributedDataParallel>(task_.shared_model(), group_, ddp_options);
-    progress_.print(str("data parallel over ", world_, " processes (", group_->backend(),
-                        "), batch ", batch_size, " per process"));
-  }
+  // After the weights are final (moved, cast, resumed): every rank starts from rank 0's.
+  strategy_->start();
+  if (const std::string line = strategy_->describe(batch_size); !line.empty())
+    progress_.print(line);
   schedule_->apply(*optimizer_, schedule_position(step_));
 
   progress_.print(str("training on ", device_.str(), ": ", task_.describe()));
   report_data();
   progress_.print(str(total_steps_, " steps (", epochs_, " epochs of ", steps_per_epoch_,
                       "), batch ", batch_size, " x ", o_.accum_steps, " accumulated x ", replicas,
-                      pipeline_ ? " replicas" : " processes", ", peak lr ", peak_lr,
-                      ", metrics in ", metrics_path_));
+                      " ", strategy_->shard_name(), ", peak lr ", peak_lr, ", metrics in ",
+                      metrics_path_));
   for (int64_t epoch = start.epoch; epoch < epochs_ && !finished() && !result_.stopped_bad;
        ++epoch) {
     train_epoch(epoch, epoch == start.epoch ? start.batch : 0);
@@ -332,8 +287,7 @@ TrainResult Run::train() {
     }
     save_checkpoint({step_, epoch + 1, 0}, metric);
   }
-  // Every rank's model whole again (each trained only its stage), for whoever uses it next.
-  if (pipeline_) pipeline_->sync_model();
+  strategy_->after_training();
   progress_.finish();
   // Nobody reads a checkpoint before rank 0 has finished writing it (a resume may follow).
   if (group_) group_->barrier()->synchronize();
@@ -357,35 +311,7 @@ void Run::train_epoch(int64_t epoch, int64_t first_batch) {
     SONATA_NVTX_RANGE("sonata::step");
     // One optimizer step over accum_steps micro-batches (fewer at the end of an epoch).
     const size_t micro = std::min<size_t>(size_t(o_.accum_steps), count - index);
-    if (pipeline_) {
-      std::vector<HostBatch> batches;
-      for (size_t m = 0; m < micro; ++m, ++index) batches.push_back(next_batch(index, count));
-      pipeline_->step(batches, device_);
-      // The items once per replica: its last stage counts them (and tracks the losses).
-      if (pipeline_->is_last_stage())
-        for (const HostBatch& batch : batches) items_since_log_ += batch.items;
-    }
-    for (size_t m = 0; !pipeline_ && m < micro; ++m, ++index) {
-      const HostBatch batch = next_batch(index, count);
-      // Under DDP, gradients are reduced on the last micro-batch only (no_sync before it).
-      std::optional<NoSync> local_only;
-      if (ddp_) {
-        local_only.emplace(ddp_->reducer(), m + 1 < micro);
-        ddp_->broadcast_buffers();
-        ddp_->prepare_for_backward();
-      }
-      const Tensor loss = task_.loss(batch, device_);
-      {
-        SONATA_NVTX_RANGE("sonata::step::backward");
-        scaler_->scale(loss * (1.0 / double(micro))).backward();
-      }
-      track_loss(loss.detach());
-      items_since_log_ += batch.items;
-    }
-    if (ddp_) {
-      SONATA_NVTX_RANGE("sonata::step::reducer_finish");
-      ddp_->finish();
-    }
+    items_since_log_ += strategy_->step(micro, [&] { return next_batch(index++, count); });
     optimizer_step(epoch, index, count);
     if (step_ == profile_last_) stop_profiling();
     if (result_.stopped_bad) break;
@@ -409,10 +335,9 @@ HostBatch Run::next_batch(size_t index, size_t count) {
   return batch;
 }
 
-Tensor Run::pipeline_micro_batch_loss(const LayerValue& output, const std::vector<Tensor>& tensors) {
-  const Tensor loss = task_.pipeline_loss(output, tensors, device_);
-  track_loss(loss.detach());
-  return scaler_->scale(loss);
+LossHooks Run::loss_hooks() {
+  return {.track = [this](const Tensor& loss) { track_loss(loss); },
+          .scale = [this](const Tensor& loss) { return scaler_->scale(loss); }};
 }
 
 void Run::start_profiling() {
@@ -446,13 +371,7 @@ void Run::track_loss(const Tensor& loss) {
 void Run::optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches) {
   SONATA_NVTX_RANGE("sonata::step::optimizer");
   scaler_->unscale_(parameters_);
-  if (pipeline_) {
-    // Each stage holds part of the gradients: the skip decision and the norm are global.
-    pipeline_->agree_found_inf(*scaler_);
-    norm_ = pipeline_->clip_global_norm(parameters_, o_.grad_clip);
-  } else {
-    norm_ = o_.grad_clip > 0 ? clip_grad_norm_(parameters_, o_.grad_clip) : grad_norm(parameters_);
-  }
+  norm_ = strategy_->agree_and_clip(*scaler_, parameters_, o_.grad_clip);
   optimizer_->step(scaler_->step_scaling(parameters_));
   scaler_->update();
   optimizer_->zero_grad();
@@ -481,7 +400,7 @@ void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
   // (Under a pipeline only the last stages compute losses.)
   const int64_t worst_here =
       worst_bad_streak_.defined() ? int64_t(worst_bad_streak_.item()) : int64_t(0);
-  const std::vector<double> totals = sum_over_ranks(
+  const std::vector<double> totals = strategy_->sum_over_ranks(
       {loss_sum_.defined() ? loss_sum_.item() : 0.0, double(losses_summed_),
        double(items_since_log_), double(worst_here >= o_.max_bad_steps), double(worst_here)});
   const double loss = totals[0] / std::max(totals[1], 1.0);
@@ -548,18 +467,13 @@ void Run::report_data() {
 }
 
 EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
-  // Rank 0's BatchNorm statistics for every shard (each rank's last forward updated its own).
-  if (ddp_) ddp_->broadcast_buffers();
-  EvalCounts counts = pipeline_ ? pipeline_->evaluate(split, device_)  // through the stages
-                                : task_.evaluate(split, device_, rank_, world_);
-  if (group_) {
-    // Every rank has the same names, in the map's order.
-    std::vector<double> values;
-    for (const auto& [name, value] : counts.sums) values.push_back(value);
-    values = sum_over_ranks(values);
-    size_t i = 0;
-    for (auto& [name, value] : counts.sums) value = values[i++];
-  }
+  EvalCounts counts = strategy_->evaluate(task_, split, device_, rank_, world_);
+  // Every rank has the same names, in the map's order.
+  std::vector<double> values;
+  for (const auto& [name, value] : counts.sums) values.push_back(value);
+  values = strategy_->sum_over_ranks(values);
+  size_t i = 0;
+  for (auto& [name, value] : counts.sums) value = values[i++];
   EvalResult eval = task_.summarize(counts);
   nlohmann::ordered_json record{
       {"event", "eval"}, {"split", split}, {"epoch", epoch}, {"step", step_}};
@@ -572,33 +486,20 @@ EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
   return eval;
 }
 
-std::vector<double> Run::sum_over_ranks(std::vector<double> values) {
-  if (!group_ || values.empty()) return values;
-  Tensor sums = from_vector(values, {int64_t(values.size())}, TensorOptions{}.with(DType::f64))
-                    .to(group_->device());
-  group_->all_reduce(sums, ReduceOp::sum)->synchronize();
-  return sums.to(Device::cpu()).to_vector<double>();
-}
-
 void Run::save_checkpoint(const TrainPosition& position, std::optional<double> metric) {
   if (o_.checkpoint_dir.empty() || last_saved_step_ == position.step) return;
   // Only good checkpoints: none while the loss is non-finite (the weights are then those of
-  // the last good step anyway, and resuming into the NaN run would help no one). A pipeline
-  // decides on every rank alike: the collectives below need them all.
+  // the last good step anyway, and resuming into the NaN run would help no one). Where
+  // every rank takes part in saving, they decide alike.
   const bool bad_here = bad_streak_.defined() && bad_streak_.item() > 0;
-  if (pipeline_ ? sum_over_ranks({double(bad_here)})[0] > 0 : bad_here) return;
-  if (!pipeline_ && !checkpoints_) return;
+  if (strategy_->bad_anywhere(bad_here)) return;
+  if (!strategy_->saves_on_every_rank() && !checkpoints_) return;
   last_saved_step_ = position.step;
-  std::optional<OptimizerState> gathered;
-  NamedTensors gathered_model;
-  if (pipeline_) {
-    gathered_model = pipeline_->gather_model_state();
-    gathered = pipeline_->gather_optimizer_state(*optimizer_);
-    if (!checkpoints_) return;
-  }
+  GatheredState gathered = strategy_->before_checkpoint(*optimizer_);
+  if (!checkpoints_) return;
   TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
-  if (gathered) state.optimizer = std::move(*gathered);
-  if (pipeline_) state.model = std::move(gathered_model);
+  if (gathered.optimizer) state.optimizer = std::move(*gathered.optimizer);
+  if (gathered.model) state.model = std::move(*gathered.model);
   result_.last_checkpoint = checkpoints_->save(state, position.step, metric);
   metrics_.write(
       {{"event", "checkpoint"}, {"step", position.step}, {"path", result_.last_checkpoint}});

@@ -7,6 +7,8 @@
 
 #include "base/error.h"
 #include "base/math_mode.h"
+#include "models/ds2.h"
+#include "models/vgg.h"
 #include "tools/trainer/config_file.h"
 
 namespace sonata {
@@ -16,19 +18,24 @@ namespace {
 const char* const kDs2Keys[] = {"conv-channels", "hidden", "layers",        "rnn",
                                 "bidirectional", "merge",  "seq-batch-norm"};
 const char* const kVggKeys[] = {"width", "dropout", "in-channels", "channels-last"};
-// Their defaults (the models' own), for --help.
-const std::map<std::string, std::string> kModelDefaults = {
-    {"conv-channels", "32"},
-    {"hidden", "256"},
-    {"layers", "3"},
-    {"rnn", "lstm | gru; lstm"},
-    {"bidirectional", "0 | 1; 1"},
-    {"merge", "concat | sum; concat"},
-    {"seq-batch-norm", "0 | 1; 0"},
-    {"width", "channel multiplier; 1"},
-    {"dropout", "0.5"},
-    {"in-channels", "3"},
-    {"channels-last", "true | false; false"}};
+// Their --help text: the choices and the default, taken from the models' option structs so
+// that there is one source of the defaults.
+std::map<std::string, std::string> model_option_help() {
+  const Ds2Options ds2;
+  const VggOptions vgg;
+  const auto bit = [](bool value) { return value ? "1" : "0"; };
+  return {{"conv-channels", str(ds2.conv_channels)},
+          {"hidden", str(ds2.hidden)},
+          {"layers", str(ds2.layers)},
+          {"rnn", str("lstm | gru; ", ds2.rnn == RnnKind::gru ? "gru" : "lstm")},
+          {"bidirectional", str("0 | 1; ", bit(ds2.bidirectional))},
+          {"merge", str("concat | sum; ", ds2.sum_directions ? "sum" : "concat")},
+          {"seq-batch-norm", str("0 | 1; ", bit(ds2.seq_batch_norm))},
+          {"width", str("channel multiplier; ", vgg.width)},
+          {"dropout", str(vgg.dropout)},
+          {"in-channels", str(vgg.in_channels)},
+          {"channels-last", str("true | false; ", vgg.channels_last ? "true" : "false")}};
+}
 
 bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
   for (const char* choice : choices)
@@ -45,12 +52,14 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.get_formatter()->column_width(34);
 
   app.add_option("--model", o.model, "ds2 | vgg19_bn")->capture_default_str()->group("Model");
+  const std::map<std::string, std::string> model_help = model_option_help();
   for (const char* key : kDs2Keys)
     app.add_option(std::string("--") + key, o.model_config[key],
-                   "ds2 (models/ds2.h): " + kModelDefaults.at(key))
+                   "ds2 (models/ds2.h): " + model_help.at(key))
         ->group("Model");
   for (const char* key : kVggKeys)
-    app.add_option(std::string("--") + key, o.model_config[key], "vgg19_bn option (models/vgg.h)")
+    app.add_option(std::string("--") + key, o.model_config[key],
+                   "vgg19_bn (models/vgg.h): " + model_help.at(key))
         ->group("Model");
   app.add_option("--vocabulary", o.vocabulary,
                  "ASR vocabulary file (default: blank, space, ', a-z)")

@@ -12,7 +12,7 @@ both formats sonata reads (data/manifest/asr_manifest.h):
 The test voices are never heard in train or dev (dev shares train's voices), so test CER is
 a held-out-speaker figure. Paths in the manifests are relative to DIR.
 
-Usage: tools/make_speech_demo.py --out DIR [--seed 1] [--train 2400] [--dev 200] [--test 200]
+Usage: tools/demo/make_speech_demo.py --out DIR [--seed 1] [--train 2400] [--dev 200] [--test 200]
 
 Needs python3 (standard library only) and the espeak-ng and sox commands (Debian packages
 espeak-ng and sox). Deterministic: the same seed and sizes give byte-identical files on a
@@ -202,7 +202,7 @@ def main():
     words = sorted(set(DIGITS + COMMANDS + REPEATS + SYMBOLS))
     lines = [settings,
              "",
-             "A spoken-digits corpus made by tools/make_speech_demo.py: espeak-ng voices, 16 kHz mono",
+             "A spoken-digits corpus made by tools/demo/make_speech_demo.py: espeak-ng voices, 16 kHz mono",
              "16-bit WAV, white noise at 25-35 dB SNR, 0.05-0.35 s of leading and trailing silence.",
              f"Words ({len(words)}): {' '.join(words)}",
              f"Held-out test voices ({len(TEST_VOICES)}, never in train or dev): {' '.join(TEST_VOICES)}",

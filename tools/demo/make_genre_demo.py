@@ -46,7 +46,7 @@ drum and bass, a kick under the noise rock or the synth arpeggios, a drone under
 piano chords in the waltz, an organ in the blues, a flute over the jazz, a bell in the organ
 chorale or the ambient pad) so that the classes overlap a little.
 
-Usage: tools/make_genre_demo.py --out DIR [--seed 1] [--train 16] [--val 4] [--test 4]
+Usage: tools/demo/make_genre_demo.py --out DIR [--seed 1] [--train 16] [--val 4] [--test 4]
                                 [--seconds 6] [--rate 22050] [--jobs 2]
 
 The defaults (384 tracks, 38 min of audio) take about a minute on two cores.
@@ -1532,7 +1532,7 @@ def main():
 
     lines = [settings,
              "",
-             "A synthetic music-genre corpus made by tools/make_genre_demo.py: mono 16-bit WAV,",
+             "A synthetic music-genre corpus made by tools/demo/make_genre_demo.py: mono 16-bit WAV,",
              f"{args.seconds:g} s per track at {args.rate} Hz, peak level -20..-6 dBFS, "
              "white noise 30-45 dB below the music.",
              f"Genres ({len(GENRES)}): {' '.join(GENRES)}",

@@ -1,0 +1,42 @@
+#pragma once
+// The bad-input rule both datasets follow for an input file that cannot be used: missing,
+// unreadable, corrupt, empty, holding a NaN, shorter than the dataset needs (one feature
+// frame, one slice), longer than the maximum duration, or a transcript with nothing in the
+// vocabulary. Under `stop` the first such input (in manifest order) ends the load with its
+// error, one sentence naming the file; under `skip` each is left out, and the reasons are kept
+// so the run can name them when it starts and count them (the trainer's --bad-input,
+// tools/trainer/bad_input.h).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "data/manifest/manifest_file.h"
+
+namespace sonata {
+
+struct InputPolicy {
+  bool skip_bad = false;
+  double max_duration = 0;  // seconds; 0: no limit
+};
+
+// Runs load(i) for every i in [0, count) on `workers` threads. A load that throws
+// sonata::Error marks its input bad: under stop that error is rethrown (the lowest bad
+// index's, whatever the timing), under skip it is kept. Returns each input's error, "" for
+// the inputs that loaded.
+std::vector<std::string> load_inputs(int64_t count, int64_t workers, const InputPolicy& policy,
+                                     const std::function<void(int64_t)>& load);
+
+// How to read a manifest under `policy`: under skip a listed file that does not exist is
+// found when its item loads (and skipped there), not while the manifest is read.
+ManifestOptions manifest_options(const InputPolicy& policy);
+
+// Throws naming `path` when `seconds` exceeds the policy's --max-duration.
+void check_duration(const std::string& path, double seconds, const InputPolicy& policy);
+
+// The positions of `problems` that are empty, in order: the inputs to keep.
+std::vector<size_t> good_inputs(const std::vector<std::string>& problems);
+// The non-empty problems, in order: the reasons of the inputs skipped.
+std::vector<std::string> bad_inputs(const std::vector<std::string>& problems);
+
+}  // namespace sonata

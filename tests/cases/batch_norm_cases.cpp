@@ -1,0 +1,22 @@
+#include "tests/cases/batch_norm_cases.h"
+
+namespace sonata::testing {
+
+const std::vector<BatchNormCase>& batch_norm_cases() {
+  static const std::vector<BatchNormCase> cases = {
+      {"BatchNorm1d rows", {6, 3}},
+      {"3-D", {3, 4, 5}},
+      {"4-D", {2, 3, 3, 4}},
+      {"BatchNorm1d: [rows, channels], reduced by columns", {16, 8}},
+      {"long columns: split over 79 runs", {40000, 3}, true},
+      {"three channel tiles, the last one partial", {300, 70}, true},
+      {"odd spatial size: scalar path", {4, 3, 5, 7}},
+      {"16-byte packs", {8, 16, 8, 8}, true},
+      {"VGG's last planes: 8-byte packs for f16 / bf16", {4, 8, 14, 14}, true},
+      {"3-D, scalar path", {4, 6, 33}},
+      {"65536 values per channel: split over several blocks", {16, 2, 64, 64}, true},
+  };
+  return cases;
+}
+
+}  // namespace sonata::testing

@@ -1,0 +1,40 @@
+#include "tests/cases/conv_cases.h"
+
+namespace sonata::testing {
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {"3x3 plain", {2, 3, 5, 6}, {4, 3, 3, 3}, {}, true},
+      {"3x3 stride 2 padding 1", {2, 2, 7, 6}, {3, 2, 3, 3}, {{2, 2}, {1, 1}, {1, 1}}, true},
+      {"dilation 2", {1, 2, 7, 8}, {2, 2, 3, 2}, {{1, 1}, {2, 1}, {2, 2}}, true},
+      {"mixed stride and dilation", {2, 2, 9, 7}, {3, 2, 2, 3}, {{2, 1}, {0, 2}, {1, 3}}, true},
+      // DeepSpeech2's first layer: (11, 41) kernel, stride 2, padding (5, 20), on a tiny input.
+      {"DeepSpeech2 11x41", {1, 1, 13, 45}, {2, 1, 11, 41}, {{2, 2}, {5, 20}, {1, 1}}, true},
+      {"1x1 without bias", {2, 4, 3, 3}, {5, 4, 1, 1}, {}, false},
+      {"kernel as large as the padded input",
+       {1, 2, 3, 4},
+       {2, 2, 5, 4},
+       {{1, 1}, {1, 0}, {1, 1}},
+       false},
+      {"3x3 plain, 6x7", {2, 3, 6, 7}, {4, 3, 3, 3}, {}, true},
+      {"VGG 3x3 padding 1", {2, 16, 12, 12}, {16, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}}, true, true},
+      {"VGG first layer, 3 channels", {2, 3, 16, 16}, {8, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}}, true},
+      {"3x3 stride 2 padding 1, 8 channels",
+       {2, 4, 9, 8},
+       {8, 4, 3, 3},
+       {{2, 2}, {1, 1}, {1, 1}},
+       true},
+      {"dilation 2, 4 channels", {1, 4, 9, 10}, {4, 4, 3, 2}, {{1, 1}, {2, 1}, {2, 2}}, true},
+      {"DeepSpeech2 11x41, 21x60",
+       {2, 1, 21, 60},
+       {8, 1, 11, 41},
+       {{2, 2}, {5, 20}, {1, 1}},
+       true,
+       true},
+      {"DeepSpeech2 21x11", {1, 8, 11, 30}, {8, 8, 21, 11}, {{2, 1}, {10, 5}, {1, 1}}, true, true},
+      {"1x1 without bias, 8 channels", {2, 8, 5, 5}, {16, 8, 1, 1}, {}, false},
+  };
+  return cases;
+}
+
+}  // namespace sonata::testing
