@@ -14,7 +14,7 @@ Kernels as PyTorch users call them: matmul; conv2d without bias; relu(batch_norm
 cross_entropy; torch.lstm_cell (nn.LSTMCell's step); ctc_loss on f32 log-probabilities
 (zero_infinity, mean); torch.optim.AdamW (lr 1e-3, weight decay 1e-2) on f32 parameters.
 fp32 runs without TF32, as sonata's cuBLAS and cuDNN calls do. The bytes and flops restate
-tools/bench/kernel_cost.cpp; keep the two in step. Stdlib and torch only; run it with
+bench/kernel_cost.cpp; keep the two in step. Stdlib and torch only; run it with
 /usr/bin/python3 on the CPU machines (Debian's PyTorch).
 """
 import argparse
@@ -27,7 +27,7 @@ import time
 
 MIB = 1 << 20
 
-# name: (sizes' names, CPU default, CUDA default, quick), as tools/bench/kernel_*.cpp.
+# name: (sizes' names, CPU default, CUDA default, quick), as bench/kernel_*.cpp.
 SIZES = {
     "gemm": (["M", "N", "K"], [2048, 1024, 640], [8192, 4096, 4096], [64, 64, 64]),
     "conv": (["N", "C", "H", "W", "K", "R", "stride", "pad"], [8, 64, 32, 32, 64, 3, 1, 1],
@@ -41,7 +41,7 @@ SIZES = {
 F32_ONLY = {"ctc", "optimizer"}
 
 
-# --- bytes and flops: tools/bench/kernel_cost.cpp restated -------------------------------
+# --- bytes and flops: bench/kernel_cost.cpp restated -------------------------------
 
 def gemm_cost(m, n, k, e, backward):
     if not backward:

@@ -28,7 +28,7 @@ bool check_tensor(T* __restrict x, int64_t n, const compute_t<T> inv_scale) {
 void non_finite_check_and_unscale(DType dtype, void* const* tensors, const int64_t* numels,
                                   int64_t count, float* found_inf, const float* inv_scale) {
   SONATA_NVTX_RANGE("sonata::cpu::non_finite_check_and_unscale");
-  dispatch_floating(dtype, "non_finite_check_and_unscale", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "non_finite_check_and_unscale", [&]<typename T>() {
     bool non_finite = false;
     for (int64_t t = 0; t < count; ++t) {
       T* x = static_cast<T*>(tensors[t]);

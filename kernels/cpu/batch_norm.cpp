@@ -44,7 +44,7 @@ void batch_norm_statistics(DType dtype, const void* x, int64_t batch, int64_t ch
                            int64_t spatial, double eps, double momentum, void* running_mean,
                            void* running_var, void* mean, void* invstd, void*) {
   SONATA_NVTX_RANGE("sonata::cpu::batch_norm_statistics");
-  dispatch_float(dtype, "batch_norm_statistics", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "batch_norm_statistics", [&]<typename T>() {
     using S = stat_t<T>;
     const T* in = static_cast<const T*>(x);
     const double count = double(batch * spatial);
@@ -85,7 +85,7 @@ void batch_norm_apply(DType dtype, const void* x, const void* mean, const void* 
                       const void* weight, const void* bias, int64_t batch, int64_t channels,
                       int64_t spatial, bool relu, void* y) {
   SONATA_NVTX_RANGE("sonata::cpu::batch_norm_apply");
-  dispatch_float(dtype, "batch_norm_apply", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "batch_norm_apply", [&]<typename T>() {
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(y);
     // A copy local to this lambda: clang 14 refuses the function's own `relu` in a lambda
@@ -118,7 +118,7 @@ void batch_norm_backward_reduce(DType dtype, const void* grad_y, const void* x,
                                 int64_t batch, int64_t channels, int64_t spatial, void*,
                                 void* sum_dy, void* sum_dy_xhat) {
   SONATA_NVTX_RANGE("sonata::cpu::batch_norm_backward_reduce");
-  dispatch_float(dtype, "batch_norm_backward_reduce", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "batch_norm_backward_reduce", [&]<typename T>() {
     using S = stat_t<T>;
     const T* gy = static_cast<const T*>(grad_y);
     const T* in = static_cast<const T*>(x);
@@ -160,7 +160,7 @@ void batch_norm_backward_input(DType dtype, const void* grad_y, const void* x,
                                const void* weight, const void* sum_dy, const void* sum_dy_xhat,
                                int64_t batch, int64_t channels, int64_t spatial, void* grad_x) {
   SONATA_NVTX_RANGE("sonata::cpu::batch_norm_backward_input");
-  dispatch_float(dtype, "batch_norm_backward_input", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "batch_norm_backward_input", [&]<typename T>() {
     const T* gy = static_cast<const T*>(grad_y);
     const T* in = static_cast<const T*>(x);
     const T* relu_y = static_cast<const T*>(relu_output);

@@ -161,7 +161,7 @@ void conv2d_forward(DType dtype, const Conv2dShape& s, const void* x, const void
                     const void* bias, void* y, void* workspace, size_t workspace_bytes) {
   SONATA_NVTX_RANGE("sonata::cpu::conv2d_forward");
   require_nchw(s);
-  dispatch_float(dtype, "conv2d", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "conv2d", [&]<typename T>() {
     if (s.n == 0 || s.h_out * s.w_out == 0) return;
     const int64_t chunk = images_per_chunk(s, sizeof(T), workspace_bytes);
     const int64_t hw_out = s.h_out * s.w_out;
@@ -183,7 +183,7 @@ void conv2d_backward_input(DType dtype, const Conv2dShape& s, const void* grad_y
                            size_t workspace_bytes) {
   SONATA_NVTX_RANGE("sonata::cpu::conv2d_backward_input");
   require_nchw(s);
-  dispatch_float(dtype, "conv2d_backward_input", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "conv2d_backward_input", [&]<typename T>() {
     if (s.n == 0) return;
     T* gx = static_cast<T*>(grad_x);
     const int64_t hw_out = s.h_out * s.w_out;
@@ -211,7 +211,7 @@ void conv2d_backward_weight(DType dtype, const Conv2dShape& s, const void* grad_
                             size_t workspace_bytes) {
   SONATA_NVTX_RANGE("sonata::cpu::conv2d_backward_weight");
   require_nchw(s);
-  dispatch_float(dtype, "conv2d_backward_weight", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "conv2d_backward_weight", [&]<typename T>() {
     T* gw = static_cast<T*>(grad_weight);
     T* gb = static_cast<T*>(grad_bias);
     std::fill(gw, gw + s.c_out * s.patch(), T(0));

@@ -41,7 +41,7 @@ void cross_entropy_forward(DType dtype, const void* scores, const int64_t* targe
                            int64_t ignore_index, double label_smoothing, bool normalize, void* loss,
                            void* target_weight, void* log_sum_exp) {
   SONATA_NVTX_RANGE("sonata::cpu::cross_entropy_forward");
-  dispatch_float(dtype, "cross_entropy_forward", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "cross_entropy_forward", [&]<typename T>() {
     using S = stat_t<T>;
     const T* all = static_cast<const T*>(scores);
     const int64_t positions = outer * inner;
@@ -88,7 +88,7 @@ void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scor
                             int64_t outer, int64_t classes, int64_t inner, int64_t ignore_index,
                             double label_smoothing, bool normalize, void* grad_scores) {
   SONATA_NVTX_RANGE("sonata::cpu::cross_entropy_backward");
-  dispatch_float(dtype, "cross_entropy_backward", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "cross_entropy_backward", [&]<typename T>() {
     using S = stat_t<T>;
     const T* all = static_cast<const T*>(scores);
     T* grad_all = static_cast<T*>(grad_scores);

@@ -178,7 +178,7 @@ void ctc_loss_forward(DType dtype, const void* log_probs, const CtcTargets& targ
                       const CtcProblem& problem, void* log_alpha, void* log_beta,
                       void* neg_log_likelihood, void* loss) {
   SONATA_NVTX_RANGE("sonata::cpu::ctc_loss_forward");
-  dispatch_float(dtype, "ctc_loss_forward", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "ctc_loss_forward", [&]<typename T>() {
     const T* lp = static_cast<const T*>(log_probs);
     double* alpha_all = static_cast<double*>(log_alpha);
     double* beta_all = static_cast<double*>(log_beta);
@@ -204,7 +204,7 @@ void ctc_loss_backward(DType dtype, const void* grad_loss, const void* log_probs
                        const CtcTargets& targets, const CtcProblem& problem, const void* log_alpha,
                        const void* log_beta, const void* neg_log_likelihood, void* grad_log_probs) {
   SONATA_NVTX_RANGE("sonata::cpu::ctc_loss_backward");
-  dispatch_float(dtype, "ctc_loss_backward", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "ctc_loss_backward", [&]<typename T>() {
     const T* lp = static_cast<const T*>(log_probs);
     const T* grad_loss_in = static_cast<const T*>(grad_loss);
     const double* alpha_all = static_cast<const double*>(log_alpha);

@@ -57,7 +57,7 @@ inline BFloat16 store<BFloat16, double>(double value) {
 
 // The floating types the CPU reference computes in.
 template <typename F>
-void dispatch_float(DType dtype, const char* kernel, F&& body) {
+void dispatch_f32_f64(DType dtype, const char* kernel, F&& body) {
   switch (dtype) {
     case DType::f32:
       return body.template operator()<float>();
@@ -72,7 +72,7 @@ void dispatch_float(DType dtype, const char* kernel, F&& body) {
 // Every floating type, half ones included (gradients of fp16 / bf16 models, f64 ones from
 // the reference runs).
 template <typename F>
-void dispatch_floating(DType dtype, const char* kernel, F&& body) {
+void dispatch_f16_bf16_f32_f64(DType dtype, const char* kernel, F&& body) {
   switch (dtype) {
     case DType::f16:
       return body.template operator()<Half>();

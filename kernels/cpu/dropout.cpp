@@ -9,7 +9,7 @@ namespace sonata::kernels::cpu {
 void dropout(DType dtype, const void* x, void* y, int64_t n, double p, double scale, uint64_t seed,
              uint64_t subsequence, uint64_t offset) {
   SONATA_NVTX_RANGE("sonata::cpu::dropout");
-  dispatch_float(dtype, "dropout", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "dropout", [&]<typename T>() {
     using C = compute_t<T>;
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(y);

@@ -34,7 +34,7 @@ void with_constant_op(Op op, Body&& body) {
 
 void unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, double a, double b) {
   SONATA_NVTX_RANGE("sonata::cpu::unary");
-  dispatch_float(dtype, "unary", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "unary", [&]<typename T>() {
     using C = compute_t<T>;
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(y);
@@ -48,7 +48,7 @@ void unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, double a,
 void unary_grad(UnaryOp op, DType dtype, const void* grad_y, const void* x, const void* y,
                 void* grad_x, int64_t n, double a, double b) {
   SONATA_NVTX_RANGE("sonata::cpu::unary_grad");
-  dispatch_float(dtype, "unary_grad", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "unary_grad", [&]<typename T>() {
     using C = compute_t<T>;
     const T* gy = static_cast<const T*>(grad_y);
     const T* xs = static_cast<const T*>(x);

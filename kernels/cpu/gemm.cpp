@@ -50,7 +50,7 @@ void blas_gemm(T, const GemmShape& s, double alpha, const T* a, const T* b, doub
 void gemm(DType dtype, const GemmShape& shape, double alpha, const void* a, const void* b,
           double beta, void* c) {
   SONATA_NVTX_RANGE("sonata::cpu::gemm");
-  dispatch_float(dtype, "gemm", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "gemm", [&]<typename T>() {
     // Each product is threaded inside; batches run one after another.
     const bool skinny = skinny_gemm_applies(shape);
     for (int64_t i = 0; i < shape.batch; ++i) {

@@ -18,7 +18,7 @@ constexpr int64_t kParallelGrain = 1 << 15;
 void squared_norm_partials(DType dtype, const void* const* tensors, const int64_t* numels,
                            int64_t count, double* partials) {
   SONATA_NVTX_RANGE("sonata::cpu::squared_norm_partials");
-  dispatch_float(dtype, "squared_norm_partials", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "squared_norm_partials", [&]<typename T>() {
     for (int64_t t = 0; t < count; ++t) {
       const T* x = static_cast<const T*>(tensors[t]);
       const int64_t n = numels[t], chunks = chunk_count(n);
@@ -50,7 +50,7 @@ void clip_coefficient(const double* partials, int64_t partial_count, double max_
 void scale_tensors(DType dtype, void* const* tensors, const int64_t* numels, int64_t count,
                    const double* factor) {
   SONATA_NVTX_RANGE("sonata::cpu::scale_tensors");
-  dispatch_float(dtype, "scale_tensors", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "scale_tensors", [&]<typename T>() {
     const T f = T(*factor);
     for (int64_t t = 0; t < count; ++t) {
       T* x = static_cast<T*>(tensors[t]);

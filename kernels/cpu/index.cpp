@@ -33,7 +33,7 @@ void index_add(DType dtype, const void* src, const int64_t* index, void* out, in
                int64_t out_n, int64_t inner, int64_t index_n) {
   SONATA_NVTX_RANGE("sonata::cpu::index_add");
   for (int64_t j = 0; j < index_n; ++j) check_index(index[j], out_n, "index_add");
-  dispatch_float(dtype, "index_add", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "index_add", [&]<typename T>() {
     const T* s = static_cast<const T*>(src);
     T* d = static_cast<T*>(out);
     // Parallel over outer only: two j may hit the same row, so j stays sequential.
@@ -68,7 +68,7 @@ void scatter_add(DType dtype, const void* src, const int64_t* index, void* out, 
   SONATA_NVTX_RANGE("sonata::cpu::scatter_add");
   const int64_t count = outer * index_n * inner;
   for (int64_t e = 0; e < count; ++e) check_index(index[e], out_n, "scatter_add");
-  dispatch_float(dtype, "scatter_add", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "scatter_add", [&]<typename T>() {
     const T* s = static_cast<const T*>(src);
     T* d = static_cast<T*>(out);
 #pragma omp parallel for schedule(static) if (count >= (1 << 15))

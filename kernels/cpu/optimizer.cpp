@@ -77,7 +77,7 @@ void sgd_step(DType dtype, const SgdTensors* tensors, int64_t count, const SgdHy
   float inv_scale_value = 1;
   if (!read_scaling(scaling, &inv_scale_value)) return;
   const bool momentum = hyper.momentum != 0;
-  dispatch_float(dtype, "sgd_step", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "sgd_step", [&]<typename T>() {
     const SgdScalars<T> scalars(hyper);
     const T inv_scale = T(inv_scale_value);
     with_flag(hyper.weight_decay != 0, [&](auto kWeightDecay) {
@@ -106,7 +106,7 @@ void adam_step(DType dtype, const AdamTensors* tensors, int64_t count, const Ada
   float inv_scale_value = 1;
   if (!read_scaling(scaling, &inv_scale_value)) return;
   const AdamWeightDecay decay = hyper.weight_decay != 0 ? hyper.decay : AdamWeightDecay::none;
-  dispatch_float(dtype, "adam_step", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "adam_step", [&]<typename T>() {
     const AdamScalars<T> scalars(hyper);
     const T inv_scale = T(inv_scale_value);
     auto run = [&]<AdamWeightDecay kDecay>() {

@@ -64,7 +64,7 @@ void max_pool_plane_2x2(const Pool2dShape& s, const T* x, T* y, int64_t* indices
 
 void max_pool2d(DType dtype, const Pool2dShape& s, const void* x, void* y, int64_t* indices) {
   SONATA_NVTX_RANGE("sonata::cpu::max_pool2d");
-  dispatch_float(dtype, "max_pool2d", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "max_pool2d", [&]<typename T>() {
     const int64_t in_plane = s.h * s.w, out_plane = s.h_out * s.w_out;
     const bool fast = s.is_2x2_stride_2();
 #pragma omp parallel for schedule(static) if (s.planes * in_plane >= kParallelMin)
@@ -82,7 +82,7 @@ void max_pool2d(DType dtype, const Pool2dShape& s, const void* x, void* y, int64
 void max_pool2d_backward(DType dtype, const Pool2dShape& s, const void* grad_y,
                          const int64_t* indices, void* grad_x) {
   SONATA_NVTX_RANGE("sonata::cpu::max_pool2d_backward");
-  dispatch_float(dtype, "max_pool2d_backward", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "max_pool2d_backward", [&]<typename T>() {
     const int64_t in_plane = s.h * s.w, out_plane = s.h_out * s.w_out;
     // Planes are independent, so overlapping windows within one plane add up serially.
 #pragma omp parallel for schedule(static) if (s.planes * in_plane >= kParallelMin)
@@ -100,7 +100,7 @@ void max_pool2d_backward(DType dtype, const Pool2dShape& s, const void* grad_y,
 
 void adaptive_avg_pool2d(DType dtype, const Pool2dShape& s, const void* x, void* y) {
   SONATA_NVTX_RANGE("sonata::cpu::adaptive_avg_pool2d");
-  dispatch_float(dtype, "adaptive_avg_pool2d", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "adaptive_avg_pool2d", [&]<typename T>() {
     const int64_t in_plane = s.h * s.w, out_plane = s.h_out * s.w_out;
 #pragma omp parallel for schedule(static) if (s.planes * in_plane >= kParallelMin)
     for (int64_t p = 0; p < s.planes; ++p) {
@@ -124,7 +124,7 @@ void adaptive_avg_pool2d(DType dtype, const Pool2dShape& s, const void* x, void*
 void adaptive_avg_pool2d_backward(DType dtype, const Pool2dShape& s, const void* grad_y,
                                   void* grad_x) {
   SONATA_NVTX_RANGE("sonata::cpu::adaptive_avg_pool2d_backward");
-  dispatch_float(dtype, "adaptive_avg_pool2d_backward", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "adaptive_avg_pool2d_backward", [&]<typename T>() {
     const int64_t in_plane = s.h * s.w, out_plane = s.h_out * s.w_out;
 #pragma omp parallel for schedule(static) if (s.planes * in_plane >= kParallelMin)
     for (int64_t p = 0; p < s.planes; ++p) {

@@ -28,7 +28,7 @@ void reduce(ReduceOp op, DType dtype, const void* in, void* out, int64_t outer, 
             int64_t inner) {
   SONATA_NVTX_RANGE("sonata::cpu::reduce");
   SONATA_CHECK(n > 0 || op == ReduceOp::sum, "max/min over an empty dimension");
-  dispatch_float(dtype, "reduce", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "reduce", [&]<typename T>() {
     const T* src = static_cast<const T*>(in);
     T* dst = static_cast<T*>(out);
 #pragma omp parallel for collapse(2) schedule(static) if (outer * inner * n >= (1 << 15))
@@ -48,7 +48,7 @@ void max_with_index(DType dtype, const void* in, void* values, int64_t* indices,
                     int64_t n, int64_t inner) {
   SONATA_NVTX_RANGE("sonata::cpu::max_with_index");
   SONATA_CHECK(n > 0, "max over an empty dimension");
-  dispatch_float(dtype, "max_with_index", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "max_with_index", [&]<typename T>() {
     const T* src = static_cast<const T*>(in);
     T* dst = static_cast<T*>(values);
 #pragma omp parallel for collapse(2) schedule(static) if (outer * inner * n >= (1 << 15))

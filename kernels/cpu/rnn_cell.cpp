@@ -38,7 +38,7 @@ void lstm_cell_forward(DType dtype, int64_t batch, int64_t hidden, const void* g
                        const void* gates_h, const void* h_prev, const void* c_prev,
                        const int64_t* lengths, int64_t step, void* h, void* c) {
   SONATA_NVTX_RANGE("sonata::cpu::lstm_cell_forward");
-  dispatch_float(dtype, "lstm_cell_forward", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "lstm_cell_forward", [&]<typename T>() {
     using C = compute_t<T>;
     const T* gx = static_cast<const T*>(gates_x);
     const T* gh = static_cast<const T*>(gates_h);
@@ -76,7 +76,7 @@ void lstm_cell_backward(DType dtype, int64_t batch, int64_t hidden, const void* 
                         int64_t step, const void* grad_h, const void* grad_c, void* grad_gates,
                         void* grad_h_prev, void* grad_c_prev) {
   SONATA_NVTX_RANGE("sonata::cpu::lstm_cell_backward");
-  dispatch_float(dtype, "lstm_cell_backward", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "lstm_cell_backward", [&]<typename T>() {
     using C = compute_t<T>;
     const T* gx = static_cast<const T*>(gates_x);
     const T* gh = static_cast<const T*>(gates_h);
@@ -129,7 +129,7 @@ void gru_cell_forward(DType dtype, int64_t batch, int64_t hidden, const void* ga
                       const void* gates_h, const void* h_prev, const int64_t* lengths, int64_t step,
                       void* h) {
   SONATA_NVTX_RANGE("sonata::cpu::gru_cell_forward");
-  dispatch_float(dtype, "gru_cell_forward", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "gru_cell_forward", [&]<typename T>() {
     using C = compute_t<T>;
     const T* gx = static_cast<const T*>(gates_x);
     const T* gh = static_cast<const T*>(gates_h);
@@ -160,7 +160,7 @@ void gru_cell_backward(DType dtype, int64_t batch, int64_t hidden, const void* g
                        int64_t step, const void* grad_h, void* grad_gates_x, void* grad_gates_h,
                        void* grad_h_prev) {
   SONATA_NVTX_RANGE("sonata::cpu::gru_cell_backward");
-  dispatch_float(dtype, "gru_cell_backward", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "gru_cell_backward", [&]<typename T>() {
     using C = compute_t<T>;
     const T* gx = static_cast<const T*>(gates_x);
     const T* gh = static_cast<const T*>(gates_h);

@@ -11,7 +11,7 @@ namespace sonata::kernels::cpu {
 void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, int64_t n,
              int64_t inner) {
   SONATA_NVTX_RANGE("sonata::cpu::softmax");
-  dispatch_float(dtype, "softmax", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "softmax", [&]<typename T>() {
     const T* src = static_cast<const T*>(in);
     T* dst = static_cast<T*>(out);
 #pragma omp parallel for collapse(2) schedule(static) if (outer * inner * n >= (1 << 14))
@@ -43,7 +43,7 @@ void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, in
 void softmax_backward(DType dtype, bool log, const void* grad_y, const void* y, void* grad_x,
                       int64_t outer, int64_t n, int64_t inner) {
   SONATA_NVTX_RANGE("sonata::cpu::softmax_backward");
-  dispatch_float(dtype, "softmax_backward", [&]<typename T>() {
+  dispatch_f32_f64(dtype, "softmax_backward", [&]<typename T>() {
     const T* gy_all = static_cast<const T*>(grad_y);
     const T* y_all = static_cast<const T*>(y);
     T* gx_all = static_cast<T*>(grad_x);

@@ -50,7 +50,7 @@ void non_finite_check_and_unscale(DType dtype, void* const* tensors, const int64
                                   int64_t count, float* found_inf, const float* inv_scale,
                                   cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::non_finite_check_and_unscale");
-  dispatch_float(dtype, "non_finite_check_and_unscale", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "non_finite_check_and_unscale", [&]<typename T>() {
     auto describe = [&](int64_t t, std::array<void*, 1>& pointers) {
       pointers = {tensors[t]};
       return numels[t];

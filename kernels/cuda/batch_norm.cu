@@ -413,7 +413,7 @@ void batch_norm_statistics(DType dtype, const void* x, int64_t batch, int64_t ch
   SONATA_NVTX_RANGE("sonata::cuda::batch_norm_statistics");
   if (channels <= 0) return;
   const int splits = reduce_splits(batch, channels, spatial);
-  dispatch_float(dtype, "batch_norm_statistics", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "batch_norm_statistics", [&]<typename T>() {
     using A = float_compute_t<T>;
     A* partial = static_cast<A*>(workspace);
     if (batch_norm_by_columns(spatial)) {
@@ -440,7 +440,7 @@ void batch_norm_apply(DType dtype, const void* x, const void* mean, const void* 
                       const void* weight, const void* bias, int64_t batch, int64_t channels,
                       int64_t spatial, bool relu, void* y, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::batch_norm_apply");
-  dispatch_float(dtype, "batch_norm_apply", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "batch_norm_apply", [&]<typename T>() {
     using A = float_compute_t<T>;
     with_pack_width<T>(spatial, {x, y}, [&]<int V>() {
       linear_kernel(apply_kernel<T, V>, 0, stream, batch * channels * spatial / V,
@@ -459,7 +459,7 @@ void batch_norm_backward_reduce(DType dtype, const void* grad_y, const void* x,
   SONATA_NVTX_RANGE("sonata::cuda::batch_norm_backward_reduce");
   if (channels <= 0) return;
   const int splits = reduce_splits(batch, channels, spatial);
-  dispatch_float(dtype, "batch_norm_backward_reduce", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "batch_norm_backward_reduce", [&]<typename T>() {
     using A = float_compute_t<T>;
     A* partial = static_cast<A*>(workspace);
     if (batch_norm_by_columns(spatial)) {
@@ -491,7 +491,7 @@ void batch_norm_backward_input(DType dtype, const void* grad_y, const void* x,
                                int64_t batch, int64_t channels, int64_t spatial, void* grad_x,
                                cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::batch_norm_backward_input");
-  dispatch_float(dtype, "batch_norm_backward_input", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "batch_norm_backward_input", [&]<typename T>() {
     using A = float_compute_t<T>;
     with_pack_width<T>(spatial, {grad_y, x, relu_output, grad_x}, [&]<int V>() {
       linear_kernel(backward_input_kernel<T, V>, 0, stream, batch * channels * spatial / V,

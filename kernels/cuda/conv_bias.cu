@@ -40,7 +40,7 @@ struct LineSum {
 void add_channel_bias(DType dtype, void* y, const void* bias, int64_t n, int64_t channels,
                       int64_t plane, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::add_channel_bias");
-  dispatch_float(dtype, "add_channel_bias", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "add_channel_bias", [&]<typename T>() {
     linear_kernel(add_channel_bias_kernel<T>, 0, stream, n * channels * plane, static_cast<T*>(y),
                   static_cast<const T*>(bias), channels, plane);
     CUDA_CHECK_LAUNCH();
@@ -51,7 +51,7 @@ void channel_bias_grad(DType dtype, const void* grad_y, void* grad_bias, int64_t
                        int64_t channels, int64_t plane, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::channel_bias_grad");
   if (channels <= 0) return;
-  dispatch_float(dtype, "channel_bias_grad", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "channel_bias_grad", [&]<typename T>() {
     using A = float_compute_t<T>;
     const T* gy = static_cast<const T*>(grad_y);
     T* gb = static_cast<T*>(grad_bias);

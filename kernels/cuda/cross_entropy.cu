@@ -150,7 +150,7 @@ void cross_entropy_forward(DType dtype, const void* scores, const int64_t* targe
                            int64_t ignore_index, double label_smoothing, bool normalize, void* loss,
                            void* target_weight, void* log_sum_exp, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::cross_entropy_forward");
-  dispatch_float(dtype, "cross_entropy_forward", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "cross_entropy_forward", [&]<typename T>() {
     using A = float_compute_t<T>;
     launch_lines(
         outer, classes, inner, stream,
@@ -168,7 +168,7 @@ void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scor
                             double label_smoothing, bool normalize, void* grad_scores,
                             cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::cross_entropy_backward");
-  dispatch_float(dtype, "cross_entropy_backward", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "cross_entropy_backward", [&]<typename T>() {
     using A = float_compute_t<T>;
     launch_lines(
         outer, classes, inner, stream,

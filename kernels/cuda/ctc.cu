@@ -286,7 +286,7 @@ void ctc_loss_forward(DType dtype, const void* log_probs, const CtcTargets& targ
   const CtcRecursionPlan plan =
       plan_ctc_recursions(problem.batch, problem.max_states, log_beta != nullptr);
   if (plan.blocks == 0) return;
-  dispatch_float(dtype, "ctc_loss_forward", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "ctc_loss_forward", [&]<typename T>() {
     using A = float_compute_t<T>;
     const T* lp = static_cast<const T*>(log_probs);
     A* alpha = static_cast<A*>(log_alpha);
@@ -308,7 +308,7 @@ void ctc_loss_backward(DType dtype, const void* grad_loss, const void* log_probs
                        cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::ctc_loss_backward");
   if (problem.batch == 0) return;
-  dispatch_float(dtype, "ctc_loss_backward", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "ctc_loss_backward", [&]<typename T>() {
     using A = float_compute_t<T>;
     // One warp per (t, n) row, the rows independent: T * N warps, no serial chain even for
     // one utterance (a few hundred frames: dozens of 8-warp blocks, each row C + 2L + 1 work).

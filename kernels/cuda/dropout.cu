@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(kBlockSize)
 void dropout(DType dtype, const void* x, void* y, int64_t n, double p, double scale, uint64_t seed,
              uint64_t subsequence, uint64_t offset, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::dropout");
-  dispatch_float(dtype, "dropout", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "dropout", [&]<typename T>() {
     using C = float_compute_t<T>;
     const bool packed = is_aligned(x, sizeof(Pack<T, 4>)) && is_aligned(y, sizeof(Pack<T, 4>));
     linear_kernel(dropout_kernel<T>, 0, stream, (n + 3) / 4, static_cast<const T*>(x),

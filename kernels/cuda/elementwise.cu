@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kBlockSize)
 void unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, double a, double b,
            cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::unary");
-  dispatch_float(dtype, "unary", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "unary", [&]<typename T>() {
     using C = compute_t<T>;
     dispatch_unary_op(op, "unary", [&]<UnaryOp kOp>() {
       launch_map_contiguous(n, stream, UnaryFn<T, kOp>{C(a), C(b)}, static_cast<T*>(y),
@@ -71,7 +71,7 @@ void unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, double a,
 void unary_grad(UnaryOp op, DType dtype, const void* grad_y, const void* x, const void* y,
                 void* grad_x, int64_t n, double a, double b, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::unary_grad");
-  dispatch_float(dtype, "unary_grad", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "unary_grad", [&]<typename T>() {
     using C = compute_t<T>;
     const T* gy = static_cast<const T*>(grad_y);
     const T* xs = x ? static_cast<const T*>(x) : gy;

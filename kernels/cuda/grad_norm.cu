@@ -65,7 +65,7 @@ void check_grid(int64_t chunks, const char* kernel) {
 void squared_norm_partials(DType dtype, const void* const* tensors, const int64_t* numels,
                            int64_t count, double* partials, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::squared_norm_partials");
-  dispatch_float(dtype, "squared_norm_partials", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "squared_norm_partials", [&]<typename T>() {
     auto describe = [&](int64_t t, std::array<void*, 1>& pointers) {
       pointers = {const_cast<void*>(tensors[t])};
       return numels[t];
@@ -88,7 +88,7 @@ void clip_coefficient(const double* partials, int64_t partial_count, double max_
 void scale_tensors(DType dtype, void* const* tensors, const int64_t* numels, int64_t count,
                    const double* factor, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::scale_tensors");
-  dispatch_float(dtype, "scale_tensors", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "scale_tensors", [&]<typename T>() {
     auto describe = [&](int64_t t, std::array<void*, 1>& pointers) {
       pointers = {tensors[t]};
       return numels[t];

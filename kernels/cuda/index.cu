@@ -149,7 +149,7 @@ void ordered_add(DType dtype, const void* src, const int64_t* index, void* out, 
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_scratch, sort_bytes, keys_in, keys_out,
                                              sources_in, sources_out, int(total), 0, end_bit,
                                              stream));
-  dispatch_float(dtype, name, [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, name, [&]<typename T>() {
     linear_kernel(ordered_add_kernel<T>, 0, stream, total, keys_out, sources_out,
                   static_cast<const T*>(src), static_cast<T*>(out), out_n, inner);
     CUDA_CHECK_LAUNCH();
@@ -183,7 +183,7 @@ void index_add(DType dtype, const void* src, const int64_t* index, void* out, in
     return ordered_add<false>(dtype, src, index, out, outer, out_n, inner, index_n, stream,
                               "index_add");
   const int64_t total = outer * index_n * inner;
-  dispatch_float(dtype, "index_add", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "index_add", [&]<typename T>() {
     const auto kernel = total <= int64_t(UINT32_MAX) ? add_at_kernel<T, uint32_t, false>
                                                      : add_at_kernel<T, uint64_t, false>;
     linear_kernel(kernel, 0, stream, total, static_cast<const T*>(src), index, static_cast<T*>(out),
@@ -212,7 +212,7 @@ void scatter_add(DType dtype, const void* src, const int64_t* index, void* out, 
     return ordered_add<true>(dtype, src, index, out, outer, out_n, inner, index_n, stream,
                              "scatter_add");
   const int64_t total = outer * index_n * inner;
-  dispatch_float(dtype, "scatter_add", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "scatter_add", [&]<typename T>() {
     const auto kernel = total <= int64_t(UINT32_MAX) ? add_at_kernel<T, uint32_t, true>
                                                      : add_at_kernel<T, uint64_t, true>;
     linear_kernel(kernel, 0, stream, total, static_cast<const T*>(src), index, static_cast<T*>(out),

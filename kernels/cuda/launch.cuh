@@ -141,7 +141,7 @@ __host__ __device__ __forceinline__ T store(C value) {
 // Dispatch: body.template operator()<T>() with T the device type of `dtype`.
 
 template <typename F>
-void dispatch_float(DType dtype, const char* kernel, F&& body) {
+void dispatch_f16_bf16_f32_f64(DType dtype, const char* kernel, F&& body) {
   switch (dtype) {
     case DType::f16:
       return body.template operator()<__half>();

@@ -15,7 +15,7 @@ namespace sonata::kernels::cuda {
 namespace {
 
 // f64 parameters train on the CPU; the fp32-master path is what half types need. Not
-// launch.cuh's dispatch_float: that would instantiate the update for double, which the
+// launch.cuh's dispatch_f16_bf16_f32_f64: that would instantiate the update for double, which the
 // fp32-master kernels do not compile for.
 template <typename F>
 void dispatch_param(DType dtype, const char* kernel, F&& body) {

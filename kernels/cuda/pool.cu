@@ -120,7 +120,7 @@ __global__ void adaptive_avg_pool2d_backward_kernel(int64_t count, Pool2dShape s
 void max_pool2d(DType dtype, const Pool2dShape& s, const void* x, void* y, int64_t* indices,
                 cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::max_pool2d");
-  dispatch_float(dtype, "max_pool2d", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "max_pool2d", [&]<typename T>() {
     const int64_t count = s.planes * s.h_out * s.w_out;
     if (s.is_2x2_stride_2())
       linear_kernel(max_pool2d_kernel<T, true>, 0, stream, count, s, static_cast<const T*>(x),
@@ -135,7 +135,7 @@ void max_pool2d(DType dtype, const Pool2dShape& s, const void* x, void* y, int64
 void max_pool2d_backward(DType dtype, const Pool2dShape& s, const void* grad_y,
                          const int64_t* indices, void* grad_x, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::max_pool2d_backward");
-  dispatch_float(dtype, "max_pool2d_backward", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "max_pool2d_backward", [&]<typename T>() {
     linear_kernel(max_pool2d_backward_kernel<T>, 0, stream, s.planes * s.h * s.w, s,
                   static_cast<const T*>(grad_y), indices, static_cast<T*>(grad_x));
     CUDA_CHECK_LAUNCH();
@@ -145,7 +145,7 @@ void max_pool2d_backward(DType dtype, const Pool2dShape& s, const void* grad_y,
 void adaptive_avg_pool2d(DType dtype, const Pool2dShape& s, const void* x, void* y,
                          cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::adaptive_avg_pool2d");
-  dispatch_float(dtype, "adaptive_avg_pool2d", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "adaptive_avg_pool2d", [&]<typename T>() {
     linear_kernel(adaptive_avg_pool2d_kernel<T>, 0, stream, s.planes * s.h_out * s.w_out, s,
                   static_cast<const T*>(x), static_cast<T*>(y));
     CUDA_CHECK_LAUNCH();
@@ -155,7 +155,7 @@ void adaptive_avg_pool2d(DType dtype, const Pool2dShape& s, const void* x, void*
 void adaptive_avg_pool2d_backward(DType dtype, const Pool2dShape& s, const void* grad_y,
                                   void* grad_x, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::adaptive_avg_pool2d_backward");
-  dispatch_float(dtype, "adaptive_avg_pool2d_backward", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "adaptive_avg_pool2d_backward", [&]<typename T>() {
     linear_kernel(adaptive_avg_pool2d_backward_kernel<T>, 0, stream, s.planes * s.h * s.w, s,
                   static_cast<const T*>(grad_y), static_cast<T*>(grad_x));
     CUDA_CHECK_LAUNCH();

@@ -100,7 +100,7 @@ void reduce(ReduceOp op, DType dtype, const void* in, void* out, int64_t outer, 
   SONATA_NVTX_RANGE("sonata::cuda::reduce");
   SONATA_CHECK(n > 0 || op == ReduceOp::sum || outer * inner == 0,
                "sonata::cuda::reduce: max/min over an empty dimension");
-  dispatch_float(dtype, "reduce", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "reduce", [&]<typename T>() {
     using C = compute_t<T>;
     const T* src = static_cast<const T*>(in);
     T* dst = static_cast<T*>(out);
@@ -124,7 +124,7 @@ void max_with_index(DType dtype, const void* in, void* values, int64_t* indices,
   SONATA_NVTX_RANGE("sonata::cuda::max_with_index");
   SONATA_CHECK(n > 0 || outer * inner == 0,
                "sonata::cuda::max_with_index: max over an empty dimension");
-  dispatch_float(dtype, "max_with_index", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "max_with_index", [&]<typename T>() {
     using C = compute_t<T>;
     launch_line_reduction(
         outer, n, inner, stream,

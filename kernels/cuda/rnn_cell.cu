@@ -153,7 +153,7 @@ void lstm_cell_forward(DType dtype, int64_t batch, int64_t hidden, const void* g
                        const int64_t* lengths, int64_t step, void* h, void* c,
                        cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::lstm_cell_forward");
-  dispatch_float(dtype, "lstm_cell_forward", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "lstm_cell_forward", [&]<typename T>() {
     linear_kernel(lstm_forward_kernel<T>, 0, stream, batch * hidden, hidden,
                   static_cast<const T*>(gates_x), static_cast<const T*>(gates_h),
                   static_cast<const T*>(h_prev), static_cast<const T*>(c_prev), lengths, step,
@@ -167,7 +167,7 @@ void lstm_cell_backward(DType dtype, int64_t batch, int64_t hidden, const void* 
                         int64_t step, const void* grad_h, const void* grad_c, void* grad_gates,
                         void* grad_h_prev, void* grad_c_prev, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::lstm_cell_backward");
-  dispatch_float(dtype, "lstm_cell_backward", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "lstm_cell_backward", [&]<typename T>() {
     linear_kernel(lstm_backward_kernel<T>, 0, stream, batch * hidden, hidden,
                   static_cast<const T*>(gates_x), static_cast<const T*>(gates_h),
                   static_cast<const T*>(c_prev), lengths, step, static_cast<const T*>(grad_h),
@@ -181,7 +181,7 @@ void gru_cell_forward(DType dtype, int64_t batch, int64_t hidden, const void* ga
                       const void* gates_h, const void* h_prev, const int64_t* lengths, int64_t step,
                       void* h, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::gru_cell_forward");
-  dispatch_float(dtype, "gru_cell_forward", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "gru_cell_forward", [&]<typename T>() {
     linear_kernel(gru_forward_kernel<T>, 0, stream, batch * hidden, hidden,
                   static_cast<const T*>(gates_x), static_cast<const T*>(gates_h),
                   static_cast<const T*>(h_prev), lengths, step, static_cast<T*>(h));
@@ -194,7 +194,7 @@ void gru_cell_backward(DType dtype, int64_t batch, int64_t hidden, const void* g
                        int64_t step, const void* grad_h, void* grad_gates_x, void* grad_gates_h,
                        void* grad_h_prev, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::gru_cell_backward");
-  dispatch_float(dtype, "gru_cell_backward", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "gru_cell_backward", [&]<typename T>() {
     linear_kernel(gru_backward_kernel<T>, 0, stream, batch * hidden, hidden,
                   static_cast<const T*>(gates_x), static_cast<const T*>(gates_h),
                   static_cast<const T*>(h_prev), lengths, step, static_cast<const T*>(grad_h),

@@ -93,7 +93,7 @@ struct SoftmaxBackwardLine {
 void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, int64_t n,
              int64_t inner, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::softmax");
-  dispatch_float(dtype, "softmax", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "softmax", [&]<typename T>() {
     const bool packed = rows_fit_packs<T>(n, inner, {in, out});
     launch_lines(outer, n, inner, stream,
                  SoftmaxLine<T>{static_cast<const T*>(in), static_cast<T*>(out), n, log, packed});
@@ -104,7 +104,7 @@ void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, in
 void softmax_backward(DType dtype, bool log, const void* grad_y, const void* y, void* grad_x,
                       int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::softmax_backward");
-  dispatch_float(dtype, "softmax_backward", [&]<typename T>() {
+  dispatch_f16_bf16_f32_f64(dtype, "softmax_backward", [&]<typename T>() {
     const bool packed = rows_fit_packs<T>(n, inner, {grad_y, y, grad_x});
     launch_lines(outer, n, inner, stream,
                  SoftmaxBackwardLine<T>{static_cast<const T*>(grad_y), static_cast<const T*>(y),

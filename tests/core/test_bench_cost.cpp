@@ -1,12 +1,12 @@
-// The kernel benchmark's accounting (tools/bench/kernel_cost.h): bytes and flops of small
+// The kernel benchmark's accounting (bench/kernel_cost.h): bytes and flops of small
 // shapes counted by hand from the tensors each pass reads and writes, output sizes against
 // a brute-force walk of the window and against conv2d itself, and the floor and rotation
 // rules on round numbers.
 #include <catch2/catch.hpp>
 
 #include "base/error.h"
+#include "bench/kernel_cost.h"
 #include "engine/ops/conv.h"
-#include "tools/bench/kernel_cost.h"
 
 using namespace sonata;
 using namespace sonata::bench;

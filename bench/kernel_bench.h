@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "bench/kernel_cost.h"
 #include "engine/device.h"
 #include "engine/tensor.h"
-#include "tools/bench/kernel_cost.h"
 
 namespace sonata::bench {
 

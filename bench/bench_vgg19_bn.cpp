@@ -3,12 +3,12 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "bench/bench_work.h"
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
 #include "engine/optim/sgd.h"
 #include "engine/random.h"
 #include "models/registry.h"
-#include "tools/bench/bench_work.h"
 
 namespace sonata {
 

@@ -3,9 +3,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "bench/kernel_bench.h"
 #include "engine/ops/batch_norm.h"
 #include "engine/ops/conv.h"
-#include "tools/bench/kernel_bench.h"
 
 namespace sonata::bench {
 

@@ -5,11 +5,11 @@
 #include <string>
 
 #include "base/error.h"
+#include "bench/bench_work.h"
 #include "engine/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/random.h"
 #include "models/ds2.h"
-#include "tools/bench/bench_work.h"
 #include "tools/trainer/ds2_training_loss.h"
 
 namespace sonata {

@@ -11,9 +11,9 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "bench/bench_work.h"
 #include "engine/allocator.h"
 #include "kernels/cpu/gemm.h"
-#include "tools/bench/bench_work.h"
 
 using namespace sonata;
 

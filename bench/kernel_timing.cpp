@@ -4,9 +4,9 @@
 #include <string>
 
 #include "base/error.h"
+#include "bench/kernel_bench.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/random.h"
-#include "tools/bench/kernel_bench.h"
 
 #if SONATA_WITH_CUDA
 #include "base/cuda_check.h"

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "bench/kernel_bench.h"
 #include "engine/ops.h"
 #include "engine/ops/rnn_cell.h"
-#include "tools/bench/kernel_bench.h"
 
 namespace sonata::bench {
 namespace {

@@ -9,7 +9,7 @@
 // alone on a retained graph) rotates over at least --sets input sets that together exceed
 // --rotate-mib (default: twice the last-level cache, 256 MiB at least), so no figure
 // measures the cache. Each line: step_ms, achieved gbps and tflops, the compulsory bytes
-// and flops (tools/bench/kernel_cost.h), floor_ms = max(bytes / bandwidth, flops / rate)
+// and flops (bench/kernel_cost.h), floor_ms = max(bytes / bandwidth, flops / rate)
 // and floor_ratio = floor_ms / step_ms (1 would be at the ceiling). All-reduce has its own
 // tool, bench_allreduce.
 #include <omp.h>
@@ -21,8 +21,8 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "bench/kernel_bench.h"
 #include "kernels/cpu/gemm.h"
-#include "tools/bench/kernel_bench.h"
 
 using namespace sonata;
 using namespace sonata::bench;

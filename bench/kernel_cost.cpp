@@ -1,4 +1,4 @@
-#include "tools/bench/kernel_cost.h"
+#include "bench/kernel_cost.h"
 
 #include <algorithm>
 #include <cmath>

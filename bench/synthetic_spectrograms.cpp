@@ -1,4 +1,4 @@
-#include "tools/bench/synthetic_spectrograms.h"
+#include "bench/synthetic_spectrograms.h"
 
 #include <algorithm>
 #include <numeric>

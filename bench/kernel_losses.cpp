@@ -3,12 +3,12 @@
 #include <vector>
 
 #include "base/error.h"
+#include "bench/kernel_bench.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "engine/ops/loss.h"
 #include "engine/random.h"
-#include "tools/bench/kernel_bench.h"
 
 namespace sonata::bench {
 namespace {

@@ -8,10 +8,10 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "bench/kernel_bench.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
 #include "engine/random.h"
-#include "tools/bench/kernel_bench.h"
 
 #if SONATA_WITH_CUDA
 #include <cuda_runtime_api.h>

@@ -3,10 +3,10 @@
 #include <string>
 
 #include "base/error.h"
+#include "bench/bench_work.h"
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "engine/random.h"
-#include "tools/bench/bench_work.h"
 
 namespace sonata {
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "bench/kernel_bench.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/optim/adamw.h"
-#include "tools/bench/kernel_bench.h"
 
 namespace sonata::bench {
 

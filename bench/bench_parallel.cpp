@@ -22,7 +22,7 @@
 // batch and micro-batches are fixed per step.
 // --epochs N first trains each strategy from the same initial weights for N epochs over a
 // synthetic classification set of --epoch-items spectrogram-like images
-// (tools/bench/synthetic_spectrograms.h; shuffled per epoch, the last partial batch
+// (bench/synthetic_spectrograms.h; shuffled per epoch, the last partial batch
 // dropped), then gathers the weights it ends with on rank 0 and measures their accuracy
 // there on --eval-items held-out images of another seed: the lines gain "epochs",
 // "train_s" (the slowest rank's wall time of the N epochs) and "final_accuracy", the table
@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "bench/synthetic_spectrograms.h"
 #include "comm/bootstrap.h"
 #include "comm/pipeline/partition.h"
 #include "comm/pipeline/pipeline.h"
@@ -55,7 +56,6 @@
 #include "engine/optim/sgd.h"
 #include "engine/random.h"
 #include "models/vgg.h"
-#include "tools/bench/synthetic_spectrograms.h"
 
 using namespace sonata;
 

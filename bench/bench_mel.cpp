@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "bench/bench_work.h"
 #include "data/features/spectrogram.h"
 #include "engine/random.h"
-#include "tools/bench/bench_work.h"
 
 namespace sonata {
 

@@ -1,8 +1,8 @@
 #include <chrono>
 
+#include "bench/bench_work.h"
 #include "engine/allocator.h"
 #include "engine/device.h"
-#include "tools/bench/bench_work.h"
 
 namespace sonata {
 
