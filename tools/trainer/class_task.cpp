@@ -220,20 +220,6 @@ std::unique_ptr<EvalPass> ClassTask::eval_pass(const std::string& name, int64_t 
   return std::make_unique<ClassEvalPass>(*this, name, rank, world);
 }
 
-EvalCounts ClassTask::evaluate(const std::string& name, Device device, int64_t rank,
-                               int64_t world) {
-  const std::unique_ptr<EvalPass> pass = eval_pass(name, rank, world);
-  NoGradGuard no_grad;
-  model_->eval();
-  for (int64_t b = 0; b < pass->batch_count(); ++b) {
-    const HostBatch batch = pass->batch(b);
-    const LayerValue input = pass->input(batch, device);
-    pass->add({model_->forward(input.x), Tensor()}, batch);
-  }
-  model_->train();
-  return pass->finish();
-}
-
 EvalResult ClassTask::summarize(const EvalCounts& totals) const {
   const auto& sum = totals.sums;
   const int64_t classes = labels_.size();

@@ -252,21 +252,6 @@ std::unique_ptr<EvalPass> SpeechTask::eval_pass(const std::string& name, int64_t
   return std::make_unique<SpeechEvalPass>(*this, name, rank, world);
 }
 
-EvalCounts SpeechTask::evaluate(const std::string& name, Device device, int64_t rank,
-                                int64_t world) {
-  const std::unique_ptr<EvalPass> pass = eval_pass(name, rank, world);
-  NoGradGuard no_grad;
-  model_->eval();
-  for (int64_t b = 0; b < pass->batch_count(); ++b) {
-    const HostBatch batch = pass->batch(b);
-    const LayerValue input = pass->input(batch, device);
-    const Ds2Output out = model_->forward(input.x, input.lengths);
-    pass->add({out.output, out.output_lengths}, batch);
-  }
-  model_->train();
-  return pass->finish();
-}
-
 EvalResult SpeechTask::summarize(const EvalCounts& totals) const {
   const auto& sum = totals.sums;
   const auto rate = [](double edits, double length) { return edits / std::max(length, 1.0); };

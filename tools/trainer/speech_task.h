@@ -33,8 +33,6 @@ class SpeechTask : public Task {
   SamplingKind sampling() const override { return SamplingKind::length_buckets; }
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override;
   Tensor loss(const HostBatch& batch, Device device) override;
-  EvalCounts evaluate(const std::string& split, Device device, int64_t rank,
-                      int64_t world) override;
   EvalResult summarize(const EvalCounts& totals) const override;
   bool has_split(const std::string& split) const override;
   std::string best_metric() const override { return "cer"; }

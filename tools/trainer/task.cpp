@@ -1,6 +1,7 @@
 #include "tools/trainer/task.h"
 
 #include "base/error.h"
+#include "engine/autograd/grad_mode.h"
 
 namespace sonata {
 
@@ -23,6 +24,20 @@ Tensor Task::pipeline_loss(const LayerValue&, const std::vector<Tensor>&, Device
 
 std::unique_ptr<EvalPass> Task::eval_pass(const std::string&, int64_t, int64_t) {
   throw Error("--pipeline-stages: this task cannot evaluate batch by batch through a pipeline");
+}
+
+EvalCounts Task::evaluate(const std::string& split, Device device, int64_t rank, int64_t world) {
+  const std::unique_ptr<EvalPass> pass = eval_pass(split, rank, world);
+  const LayerSequence layers = pipeline_layers();
+  NoGradGuard no_grad;
+  Module& net = model();
+  net.eval();
+  for (int64_t b = 0; b < pass->batch_count(); ++b) {
+    const HostBatch batch = pass->batch(b);
+    pass->add(run_layers(layers, {0, layers.size()}, pass->input(batch, device)), batch);
+  }
+  net.train();
+  return pass->finish();
 }
 
 }  // namespace sonata

@@ -78,8 +78,9 @@ class Task {
   virtual Tensor loss(const HostBatch& batch, Device device) = 0;
   // Evaluates this process's shard of `split` ("val" or "test": items (or tracks) rank,
   // rank + world, ...) in eval mode without gradients. Every rank returns the same sum names.
-  virtual EvalCounts evaluate(const std::string& split, Device device, int64_t rank,
-                              int64_t world) = 0;
+  // The default runs eval_pass()'s batches through every layer of pipeline_layers(), the
+  // same pass a pipeline runs stage by stage.
+  virtual EvalCounts evaluate(const std::string& split, Device device, int64_t rank, int64_t world);
   // The metrics and report of counts summed over every shard.
   virtual EvalResult summarize(const EvalCounts& totals) const = 0;
   virtual bool has_split(const std::string& split) const = 0;
