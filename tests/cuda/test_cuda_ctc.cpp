@@ -12,21 +12,13 @@
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "engine/random.h"
+#include "tests/cases/ctc_cases.h"
 #include "tests/cuda/parity_util.h"
-#include "tests/ops/ctc_test_util.h"
 
 using namespace sonata;
 using namespace sonata::testing;
 
 namespace {
-
-CtcOptions options_for(int64_t blank, Reduction reduction, bool zero_infinity = false) {
-  CtcOptions options;
-  options.blank = blank;
-  options.reduction = reduction;
-  options.zero_infinity = zero_infinity;
-  return options;
-}
 
 // log_probs as the input under test (normalised on the CPU first), so that the CTC kernels
 // alone are compared; the targets and lengths go to the device with them.
@@ -58,22 +50,17 @@ void require_ctc_parity(const CtcCase& c, const CtcOptions& options, uint64_t se
 
 }  // namespace
 
-TEST_CASE("cuda ctc_loss matches the CPU on a ragged batch", "[cuda][ctc]") {
-  const CtcCase c{12, 6, 0, {12, 9, 5, 1, 0}, {{1, 2, 2, 3}, {4, 4}, {}, {5}, {}}};
-  for (Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
-    INFO("reduction " << int(reduction));
-    require_ctc_parity(c, options_for(0, reduction), 800, true);
-    require_ctc_parity(c, options_for(0, reduction), 801, false);
+TEST_CASE("cuda ctc_loss matches the CPU on every case of the table", "[cuda][ctc]") {
+  uint64_t seed = 800;
+  for (const NamedCtcCase& named : ctc_cases()) {
+    const CtcCase& c = named.batch;
+    for (Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
+      INFO(named.name << ", reduction " << int(reduction));
+      const CtcOptions options = ctc_options(c, reduction, named.zero_infinity);
+      require_ctc_parity(c, options, seed++, true);
+      require_ctc_parity(c, options, seed++, false);
+    }
   }
-  const CtcCase blank_last{10, 5, 4, {10, 7}, {{0, 1, 1, 3}, {2}}};
-  require_ctc_parity(blank_last, options_for(4, Reduction::mean), 802);
-}
-
-TEST_CASE("cuda ctc_loss zero_infinity", "[cuda][ctc]") {
-  // Sample 1 needs 3 labels + 2 repeats = 5 frames and has 4.
-  const CtcCase c{6, 4, 0, {6, 4, 6}, {{1, 2}, {1, 1, 1}, {3, 3}}};
-  require_ctc_parity(c, options_for(0, Reduction::none, true), 810);
-  require_ctc_parity(c, options_for(0, Reduction::mean, true), 811);
 }
 
 TEST_CASE("cuda ctc_loss with 300 labels", "[cuda][ctc]") {
@@ -82,8 +69,8 @@ TEST_CASE("cuda ctc_loss with 300 labels", "[cuda][ctc]") {
   CtcCase c{700, 29, 0, {700, 520}, {{}, {}}};
   for (size_t j = 0; j < 300; ++j) c.targets[0].push_back(1 + int64_t(u[j] * 28));
   for (size_t j = 300; j < 500; ++j) c.targets[1].push_back(1 + int64_t(u[j] * 28));
-  require_ctc_parity(c, options_for(0, Reduction::mean), 821);
-  require_ctc_parity(c, options_for(0, Reduction::sum), 822, false);
+  require_ctc_parity(c, ctc_options(c, Reduction::mean), 821);
+  require_ctc_parity(c, ctc_options(c, Reduction::sum), 822, false);
 }
 
 namespace {
@@ -134,25 +121,14 @@ void require_small_batch_parity(const CtcCase& c, const CtcOptions& options, uin
   }
 }
 
-// The first `batch` of four samples: repeats, frames past T_n, an empty target, T_n = 1.
-CtcCase small_batch(int64_t batch) {
-  const std::vector<std::vector<int64_t>> labels{{1, 2, 2, 3, 4, 4}, {5, 5, 1}, {}, {6}};
-  const std::vector<int64_t> lengths{40, 33, 17, 1};
-  CtcCase c{40, 7, 0, {}, {}};
-  for (int64_t n = 0; n < batch; ++n) {
-    c.input_lengths.push_back(lengths[size_t(n)]);
-    c.targets.push_back(labels[size_t(n)]);
-  }
-  return c;
-}
-
 }  // namespace
 
 TEST_CASE("cuda ctc_loss for batches of 1, 2 and 4: loss and gradient, f32 and f64",
           "[cuda][ctc]") {
   for (int64_t batch : {1, 2, 4}) {
-    require_small_batch_parity(small_batch(batch), options_for(0, Reduction::none), 830);
-    require_small_batch_parity(small_batch(batch), options_for(0, Reduction::mean), 831);
+    const CtcCase c = small_batch_case(batch);
+    require_small_batch_parity(c, ctc_options(c, Reduction::none), 830);
+    require_small_batch_parity(c, ctc_options(c, Reduction::mean), 831);
   }
 }
 
@@ -166,7 +142,7 @@ TEST_CASE("cuda ctc_loss for a small batch past 512 states", "[cuda][ctc]") {
     for (size_t j = 300; j < 560; ++j) c.targets[1].push_back(1 + int64_t(u[j] * 28));
     c.input_lengths.resize(size_t(batch));
     c.targets.resize(size_t(batch));
-    require_small_batch_parity(c, options_for(0, Reduction::sum), 841);
+    require_small_batch_parity(c, ctc_options(c, Reduction::sum), 841);
   }
 }
 
@@ -175,16 +151,16 @@ TEST_CASE("cuda ctc_loss zero_infinity with an unreachable sample in a small bat
   // Sample 1 needs 3 labels + 2 repeats = 5 frames and has 4: loss and gradient 0. Its beta
   // runs beside its alpha (the likelihood is not known yet) and must not reach the gradient.
   const CtcCase c{6, 4, 0, {6, 4}, {{1, 2}, {1, 1, 1}}};
-  require_small_batch_parity(c, options_for(0, Reduction::none, true), 850);
-  require_small_batch_parity(c, options_for(0, Reduction::mean, true), 851);
+  require_small_batch_parity(c, ctc_options(c, Reduction::none, true), 850);
+  require_small_batch_parity(c, ctc_options(c, Reduction::mean, true), 851);
 }
 
 TEST_CASE("cuda ctc_loss: a no-grad forward (alpha only) and a training one (with beta) agree",
           "[cuda][ctc]") {
-  const CtcCase c = small_batch(2);
+  const CtcCase c = small_batch_case(2);
   const Tensor logits = parity_input({c.frames, c.batch(), c.classes}, 860, -3, 3, false);
   const Tensor log_probs64 = log_softmax(logits.to(DType::f64), 2).detach();
-  const CtcOptions options = options_for(0, Reduction::none);
+  const CtcOptions options = ctc_options(c, Reduction::none);
   for (DType dtype : {DType::f32, DType::f64}) {
     INFO("dtype " << dtype_name(dtype));
     CtcRun evaluation;

@@ -12,7 +12,7 @@
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "engine/random.h"
-#include "tests/ops/ctc_test_util.h"
+#include "tests/cases/ctc_cases.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace sonata;
@@ -53,29 +53,6 @@ Tensor random_log_probs(const CtcCase& c, uint64_t seed) {
   return log_softmax(grad_input({c.frames, c.batch(), c.classes}, seed, -2, 2).detach(), 2);
 }
 
-CtcOptions options_for(const CtcCase& c, Reduction reduction, bool zero_infinity = false) {
-  CtcOptions options;
-  options.blank = c.blank;
-  options.reduction = reduction;
-  options.zero_infinity = zero_infinity;
-  return options;
-}
-
-// Repeated labels ("aa" needs a blank between), empty targets, T_n = 1, T_n = 0, and
-// infeasible samples.
-CtcCase blank_zero_case() {
-  return {5, 4, 0, {5, 4, 3, 1, 5, 0, 0, 2}, {{1, 2}, {1, 1}, {}, {3}, {3, 1, 3}, {}, {2}, {2, 2}}};
-}
-CtcCase blank_last_case() {
-  return {6, 3, 2, {6, 6, 4, 2, 3}, {{0, 1, 0}, {1, 1, 1}, {0, 0}, {1}, {0, 0}}};
-}
-
-// A ragged batch for the gradient checks: repeats, an empty target, frames past T_n.
-CtcCase ragged_case(int64_t blank) {
-  const int64_t a = blank == 0 ? 1 : 0, b = blank == 0 ? 2 : 1, d = blank == 0 ? 3 : 2;
-  return {6, 4, blank, {6, 4, 5, 3}, {{a, b, a}, {d}, {b, b}, {}}};
-}
-
 void require_error_naming(const std::function<void()>& call, const std::string& name) {
   try {
     call();
@@ -94,7 +71,7 @@ TEST_CASE("ctc_loss equals the brute-force sum over alignments", "[ops][ctc]") {
     INFO("blank " << c.blank);
     const Tensor lp = random_log_probs(c, 700 + uint64_t(c.blank));
     const std::vector<double> lp_values = values_of(lp);
-    const CtcOptions options = options_for(c, Reduction::none);
+    const CtcOptions options = ctc_options(c, Reduction::none);
     const std::vector<double> padded =
         values_of(ctc_loss(lp, c.padded_targets(c.blank), c.input_lengths_tensor(),
                            c.target_lengths_tensor(), options));
@@ -124,7 +101,7 @@ TEST_CASE("ctc_loss reductions: sum, and mean over target lengths clamped to 1",
   const Tensor lp = random_log_probs(c, 710);
   auto loss = [&](Reduction reduction) {
     return ctc_loss(lp, c.padded_targets(0), c.input_lengths_tensor(), c.target_lengths_tensor(),
-                    options_for(c, reduction));
+                    ctc_options(c, reduction));
   };
   const std::vector<double> each = values_of(loss(Reduction::none));
   double total = 0, mean_total = 0;
@@ -140,7 +117,7 @@ TEST_CASE("ctc_loss reductions: sum, and mean over target lengths clamped to 1",
 TEST_CASE("ctc_loss accepts i32 targets and lengths", "[ops][ctc]") {
   const CtcCase c = ragged_case(0);
   const Tensor lp = random_log_probs(c, 711);
-  const CtcOptions options = options_for(c, Reduction::none);
+  const CtcOptions options = ctc_options(c, Reduction::none);
   const Tensor wide = ctc_loss(lp, c.padded_targets(0), c.input_lengths_tensor(),
                                c.target_lengths_tensor(), options);
   const Tensor narrow =
@@ -156,14 +133,14 @@ TEST_CASE("ctc_loss zero_infinity zeroes infeasible samples and their gradients"
   const Tensor x = grad_input({4, 2, 3}, 720, -2, 2);
   auto loss = [&](const Tensor& in, Reduction reduction, bool zero_infinity) {
     return ctc_loss(log_softmax(in, 2), c.padded_targets(0), c.input_lengths_tensor(),
-                    c.target_lengths_tensor(), options_for(c, reduction, zero_infinity));
+                    c.target_lengths_tensor(), ctc_options(c, reduction, zero_infinity));
   };
   const std::vector<double> plain = values_of(loss(x.detach(), Reduction::none, false));
   CHECK(std::isfinite(plain[0]));
   CHECK(plain[1] == kInf);
   const Tensor lp = log_softmax(x.detach(), 2).set_requires_grad(true);
   const Tensor zeroed = ctc_loss(lp, c.padded_targets(0), c.input_lengths_tensor(),
-                                 c.target_lengths_tensor(), options_for(c, Reduction::sum, true));
+                                 c.target_lengths_tensor(), ctc_options(c, Reduction::sum, true));
   CHECK(zeroed.item() == Approx(plain[0]).epsilon(1e-14));
   zeroed.backward();
   const std::vector<double> grad = values_of(lp.grad());
@@ -177,7 +154,7 @@ TEST_CASE("ctc_loss zero_infinity zeroes infeasible samples and their gradients"
   // Without zero_infinity PyTorch's formula gives NaN for the infeasible sample's frames.
   const Tensor lp2 = log_softmax(x.detach(), 2).set_requires_grad(true);
   ctc_loss(lp2, c.padded_targets(0), c.input_lengths_tensor(), c.target_lengths_tensor(),
-           options_for(c, Reduction::none))
+           ctc_options(c, Reduction::none))
       .backward(f64_tensor({1, 1}, {2}));
   CHECK(std::isnan(values_of(lp2.grad())[size_t(flat_index({4, 2, 3}, {0, 1, 0}))]));
   for (Reduction reduction : {Reduction::sum, Reduction::mean, Reduction::none})
@@ -192,7 +169,7 @@ TEST_CASE("ctc_loss under no-grad computes the same losses and records nothing",
   const Tensor lp = random_log_probs(c, 725).set_requires_grad(true);
   auto loss = [&] {
     return ctc_loss(lp, c.padded_targets(0), c.input_lengths_tensor(), c.target_lengths_tensor(),
-                    options_for(c, Reduction::none));
+                    ctc_options(c, Reduction::none));
   };
   Tensor evaluation;
   {
@@ -205,19 +182,21 @@ TEST_CASE("ctc_loss under no-grad computes the same losses and records nothing",
   CHECK(values_of(evaluation) == values_of(training));
 }
 
-TEST_CASE("ctc_loss gradients through log_softmax", "[ops][ctc][grad]") {
-  for (int64_t blank : {0, 3}) {
-    const CtcCase c = ragged_case(blank);
-    const Tensor x = grad_input({c.frames, c.batch(), c.classes}, 730 + uint64_t(blank), -2, 2);
+TEST_CASE("ctc_loss gradients through log_softmax, every case of the table", "[ops][ctc][grad]") {
+  uint64_t seed = 730;
+  for (const NamedCtcCase& named : ctc_cases()) {
+    const CtcCase& c = named.batch;
+    const Tensor x = grad_input({c.frames, c.batch(), c.classes}, seed++, -2, 2);
     // Both target layouts over the reductions, alternating, to keep the suite fast.
-    bool padded = blank == 0;
+    bool padded = seed % 2 == 0;
     for (Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
-      INFO("blank " << blank << ", reduction " << int(reduction) << ", padded " << padded);
-      const Tensor targets = padded ? c.padded_targets(blank) : c.concatenated_targets();
+      INFO(named.name << ", reduction " << int(reduction) << ", padded " << padded);
+      const Tensor targets = padded ? c.padded_targets(c.blank) : c.concatenated_targets();
+      const CtcOptions options = ctc_options(c, reduction, named.zero_infinity);
       require_gradients(
           [&](const std::vector<Tensor>& in) {
             return ctc_loss(log_softmax(in[0], 2), targets, c.input_lengths_tensor(),
-                            c.target_lengths_tensor(), options_for(c, reduction));
+                            c.target_lengths_tensor(), options);
           },
           {x});
       padded = !padded;
@@ -233,7 +212,7 @@ TEST_CASE("ctc_loss_from_logits equals log_softmax then ctc_loss", "[ops][ctc][g
       const Tensor base = grad_input({c.frames, c.batch(), c.classes}, 740, -3, 3).detach();
       const Tensor composed_in = base.to(dtype).set_requires_grad(true);
       const Tensor fused_in = base.to(dtype).set_requires_grad(true);
-      const CtcOptions options = options_for(c, reduction);
+      const CtcOptions options = ctc_options(c, reduction);
       const Tensor composed =
           ctc_loss(log_softmax(composed_in, 2), c.padded_targets(0), c.input_lengths_tensor(),
                    c.target_lengths_tensor(), options);
@@ -256,7 +235,7 @@ TEST_CASE("ctc_loss_from_logits equals log_softmax then ctc_loss", "[ops][ctc][g
   require_gradients(
       [&](const std::vector<Tensor>& in) {
         return ctc_loss_from_logits(in[0], c.concatenated_targets(), c.input_lengths_tensor(),
-                                    c.target_lengths_tensor(), options_for(c, Reduction::mean));
+                                    c.target_lengths_tensor(), ctc_options(c, Reduction::mean));
       },
       {x});
 }
@@ -270,7 +249,7 @@ TEST_CASE("ctc_loss on a long utterance: T = 2000, L = 300, C = 29", "[ops][ctc]
   for (size_t j = 300; j < 500; ++j) c.targets[1].push_back(1 + int64_t(u[j] * 28));
   const Tensor lp64 = random_log_probs(c, 751).set_requires_grad(true);
   const Tensor lp32 = lp64.detach().to(DType::f32).set_requires_grad(true);
-  const CtcOptions options = options_for(c, Reduction::none);
+  const CtcOptions options = ctc_options(c, Reduction::none);
   const Tensor loss64 = ctc_loss(lp64, c.padded_targets(0), c.input_lengths_tensor(),
                                  c.target_lengths_tensor(), options);
   const Tensor loss32 = ctc_loss(lp32, c.concatenated_targets(), c.input_lengths_tensor(),

@@ -1,10 +1,15 @@
 #pragma once
-// A CTC batch written as lists (targets per sample, lengths), turned into the tensors
-// ctc_loss takes, shared by the CPU, fixture and CUDA tests.
+// CTC's cases, written once: a batch as lists (targets per sample, lengths) turned into the
+// tensors ctc_loss takes, the options each case runs with, and the table of ragged batches
+// that the CPU float64 gradient checks (tests/ops/test_ctc.cpp) and the CUDA parity checks
+// (tests/cuda/test_cuda_ctc.cpp) both iterate. The brute-force, fixture and long-utterance
+// tests use the named cases below.
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "engine/ops/ctc.h"
 #include "engine/tensor.h"
 
 namespace sonata::testing {
@@ -41,5 +46,28 @@ struct CtcCase {
     return from_vector(lengths, {batch()});
   }
 };
+
+// `c`'s blank with the given reduction.
+CtcOptions ctc_options(const CtcCase& c, Reduction reduction, bool zero_infinity = false);
+
+// Repeated labels ("aa" needs a blank between), empty targets, T_n = 1, T_n = 0, and
+// infeasible samples; small enough (T <= 6, C <= 4) for the brute-force sum over paths.
+CtcCase blank_zero_case();
+CtcCase blank_last_case();
+// A ragged batch for the gradient checks: repeats, an empty target, frames past T_n; `blank`
+// 0 or the last class.
+CtcCase ragged_case(int64_t blank);
+// The first `batch` (1 to 4) of four samples: repeats, frames past T_n, an empty target,
+// T_n = 1. Small batches take CUDA's launch shape with beta beside alpha.
+CtcCase small_batch_case(int64_t batch);
+
+// Every backend's table: each case under every reduction, in both target layouts, with
+// zero_infinity where the case says so.
+struct NamedCtcCase {
+  std::string name;
+  CtcCase batch;
+  bool zero_infinity = false;  // the case holds an infeasible sample (L + repeats > T_n)
+};
+const std::vector<NamedCtcCase>& ctc_cases();
 
 }  // namespace sonata::testing
