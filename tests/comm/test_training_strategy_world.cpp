@@ -10,46 +10,28 @@
 #include "base/error.h"
 #include "engine/ops.h"
 #include "tests/comm/comm_group.h"
+#include "tests/support/weight_task.h"
 #include "tools/trainer/strategy/training_strategy.h"
 
 using namespace sonata;
 using Catch::Contains;
 using sonata::testing::shared_comm_group;
+using sonata::testing::WeightTask;
 
 namespace {
 
 // y = w . x with w = (1, 1) and every item's x = (rank + 1, rank + 1).
-class RankTask : public Task {
+class RankTask : public WeightTask {
  public:
-  explicit RankTask(int rank) : rank_(rank) { model_.weight = model_.add("weight", ones({2})); }
-  Module& model() override { return model_; }
-  std::shared_ptr<Module> shared_model() override {
-    return std::shared_ptr<Module>(&model_, [](Module*) {});  // owned by the task
-  }
+  explicit RankTask(int rank) : WeightTask(2, "rank"), rank_(rank) {}
   int64_t train_items() const override { return 8; }
   std::vector<int64_t> train_lengths() const override { return std::vector<int64_t>(8, 1); }
   HostBatch prepare(const std::vector<int64_t>& items, int64_t) const override {
     return {{{"input", full({2}, double(rank_ + 1)), true}}, int64_t(items.size()), 0.0};
   }
-  Tensor loss(const HostBatch& batch, Device) override {
-    return sum(model_.weight * batch["input"]);
-  }
-  EvalCounts evaluate(const std::string&, Device, int64_t, int64_t) override { return {}; }
-  EvalResult summarize(const EvalCounts&) const override { return {}; }
-  bool has_split(const std::string&) const override { return false; }
-  std::string best_metric() const override { return "loss"; }
-  bool lower_is_better() const override { return true; }
-  std::map<std::string, std::string> checkpoint_texts() const override { return {}; }
-  std::string describe() const override { return "rank"; }
-  const char* item_name() const override { return "items"; }
+  Tensor loss(const HostBatch& batch, Device) override { return sum(weight() * batch["input"]); }
 
  private:
-  struct Weights : Module {
-    Tensor& add(const std::string& name, Tensor value) {
-      return register_parameter(name, value.set_requires_grad(true));
-    }
-    Tensor weight;
-  } model_;
   int rank_;
 };
 

@@ -30,6 +30,7 @@
 #include "engine/random.h"
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
+#include "tests/support/weight_task.h"
 #include "tests/train/trainer_test_util.h"
 #include "tools/trainer/class_task.h"
 #include "tools/trainer/config_file.h"
@@ -333,15 +334,10 @@ namespace {
 
 // A task whose loss turns NaN from a given batch on: y = w . x with x = NaN then. Batches
 // are prepared in order (one ahead, on the loader thread), so a counter numbers them.
-class PoisonedTask : public Task {
+class PoisonedTask : public WeightTask {
  public:
-  explicit PoisonedTask(int64_t poison_from_batch) : poison_from_(poison_from_batch) {
-    model_.weight = model_.add("weight", ones({4}));
-  }
-  Module& model() override { return model_; }
-  std::shared_ptr<Module> shared_model() override {
-    return std::shared_ptr<Module>(&model_, [](Module*) {});  // owned by the task
-  }
+  explicit PoisonedTask(int64_t poison_from_batch)
+      : WeightTask(4, "poisoned"), poison_from_(poison_from_batch) {}
   int64_t train_items() const override { return 64; }
   std::vector<int64_t> train_lengths() const override { return std::vector<int64_t>(64, 1); }
   // As a speech task samples (the batches this test counts).
@@ -352,24 +348,10 @@ class PoisonedTask : public Task {
     return {{{"input", full({4}, value), true}}, int64_t(items.size()), 0.0};
   }
   Tensor loss(const HostBatch& batch, Device) override {
-    return sum(model_.weight * batch["input"]) * (1.0 / 4.0);
+    return sum(weight() * batch["input"]) * (1.0 / 4.0);
   }
-  EvalCounts evaluate(const std::string&, Device, int64_t, int64_t) override { return {}; }
-  EvalResult summarize(const EvalCounts&) const override { return {}; }
-  bool has_split(const std::string&) const override { return false; }
-  std::string best_metric() const override { return "loss"; }
-  bool lower_is_better() const override { return true; }
-  std::map<std::string, std::string> checkpoint_texts() const override { return {}; }
-  std::string describe() const override { return "poisoned"; }
-  const char* item_name() const override { return "items"; }
 
  private:
-  struct Weights : Module {
-    Tensor& add(const std::string& name, Tensor value) {
-      return register_parameter(name, value.set_requires_grad(true));
-    }
-    Tensor weight;
-  } model_;
   int64_t poison_from_;
   mutable std::atomic<int64_t> prepared_{0};
 };

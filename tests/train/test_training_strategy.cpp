@@ -16,6 +16,7 @@
 #include "engine/optim/sgd.h"
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
+#include "tests/support/weight_task.h"
 #include "tools/trainer/class_task.h"
 #include "tools/trainer/sampler_choice.h"
 #include "tools/trainer/speech_task.h"
@@ -28,15 +29,9 @@ using Catch::Contains;
 namespace {
 
 // Eight items of lengths 1..8 in classes 0/1, sampled as `kind` says; y = w . x.
-class SamplingTask : public Task {
+class SamplingTask : public WeightTask {
  public:
-  explicit SamplingTask(SamplingKind kind) : kind_(kind) {
-    model_.weight = model_.add("weight", ones({2}));
-  }
-  Module& model() override { return model_; }
-  std::shared_ptr<Module> shared_model() override {
-    return std::shared_ptr<Module>(&model_, [](Module*) {});  // owned by the task
-  }
+  explicit SamplingTask(SamplingKind kind) : WeightTask(2, "sampling"), kind_(kind) {}
   int64_t train_items() const override { return 8; }
   std::vector<int64_t> train_lengths() const override { return {1, 2, 3, 4, 5, 6, 7, 8}; }
   std::vector<int64_t> train_labels() const override { return {0, 1, 0, 1, 0, 1, 0, 1}; }
@@ -44,25 +39,9 @@ class SamplingTask : public Task {
   HostBatch prepare(const std::vector<int64_t>& items, int64_t) const override {
     return {{{"input", ones({2}), true}}, int64_t(items.size()), 0.0};
   }
-  Tensor loss(const HostBatch& batch, Device) override {
-    return sum(model_.weight * batch["input"]);
-  }
-  EvalCounts evaluate(const std::string&, Device, int64_t, int64_t) override { return {}; }
-  EvalResult summarize(const EvalCounts&) const override { return {}; }
-  bool has_split(const std::string&) const override { return false; }
-  std::string best_metric() const override { return "loss"; }
-  bool lower_is_better() const override { return true; }
-  std::map<std::string, std::string> checkpoint_texts() const override { return {}; }
-  std::string describe() const override { return "sampling"; }
-  const char* item_name() const override { return "items"; }
+  Tensor loss(const HostBatch& batch, Device) override { return sum(weight() * batch["input"]); }
 
  private:
-  struct Weights : Module {
-    Tensor& add(const std::string& name, Tensor value) {
-      return register_parameter(name, value.set_requires_grad(true));
-    }
-    Tensor weight;
-  } model_;
   SamplingKind kind_;
 };
 
