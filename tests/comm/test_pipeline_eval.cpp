@@ -14,6 +14,7 @@
 #include "engine/random.h"
 #include "tests/comm/comm_group.h"
 #include "tests/support/letters_corpus.h"
+#include "tests/support/tiny_ds2.h"
 #include "tools/trainer/pipeline_parallel.h"
 #include "tools/trainer/speech_task.h"
 #include "tools/trainer/train_loop.h"
@@ -21,7 +22,9 @@
 using namespace sonata;
 using sonata::testing::comm_group;
 using sonata::testing::job_folder;
+using sonata::testing::rank_corpus_folder;
 using sonata::testing::shared_comm_group;
+using sonata::testing::tiny_ds2_options;
 
 TEST_CASE("a pipelined evaluation counts what one process's evaluate counts",
           "[comm][trainer][pipeline]") {
@@ -30,18 +33,12 @@ TEST_CASE("a pipelined evaluation counts what one process's evaluate counts",
   if (R < 2 || R > 4) return;
   const int64_t stages = R == 4 ? 2 : R;
   const std::string folder = job_folder("pipeline_eval");
-  const std::string corpus = folder + "/corpus_" + std::to_string(world.rank());
-  std::filesystem::create_directories(corpus);
-  TrainerOptions options;
-  options.model = "ds2";
-  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
-  options.features.n_mels = 40;
-  options.train_manifest = sonata::testing::write_letters_corpus(corpus, "train", 4, 7);
+  const std::string corpus = rank_corpus_folder(folder, world.rank());
+  TrainerOptions options =
+      tiny_ds2_options(sonata::testing::write_letters_corpus(corpus, "train", 4, 7));
   options.val_manifest = sonata::testing::write_letters_corpus(corpus, "val", 37, 9);
   options.batch_size = 2;  // eval batches of 16: three batches, the last partial
   options.pipeline_stages = stages;
-  options.progress = "none";
-  options.workers = 1;
   const Device cpu = Device::cpu();
 
   manual_seed(options.seed);
@@ -85,21 +82,14 @@ TEST_CASE("trainer --pipeline-stages evaluates --val through the stages as one p
   const int R = world.world_size();
   if (R < 2 || R > 3) return;  // one replica: the same shard as one process
   const std::string folder = job_folder("pipeline_val");
-  const std::string corpus = folder + "/corpus_" + std::to_string(world.rank());
-  std::filesystem::create_directories(corpus);
-  TrainerOptions options;
-  options.model = "ds2";
-  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
-  options.features.n_mels = 40;
-  options.train_manifest = sonata::testing::write_letters_corpus(corpus, "train", 8, 7);
+  const std::string corpus = rank_corpus_folder(folder, world.rank());
+  TrainerOptions options =
+      tiny_ds2_options(sonata::testing::write_letters_corpus(corpus, "train", 8, 7));
   options.val_manifest = sonata::testing::write_letters_corpus(corpus, "val", 20, 9);
-  options.batch_size = 2;
   options.accum_steps = 2;
   options.epochs = 1;
   options.optimizer = "sgd";
   options.lr = 5e-2;
-  options.progress = "none";
-  options.workers = 1;
   auto run = [&](TrainerOptions run_options, std::shared_ptr<ProcessGroup> group) {
     manual_seed(run_options.seed);
     SpeechTask task(run_options, Vocabulary());

@@ -16,13 +16,16 @@
 #include "engine/random.h"
 #include "tests/comm/comm_group.h"
 #include "tests/support/letters_corpus.h"
+#include "tests/support/tiny_ds2.h"
 #include "tools/trainer/pipeline_parallel.h"
 #include "tools/trainer/speech_task.h"
 
 using namespace sonata;
 using sonata::testing::comm_group;
 using sonata::testing::job_folder;
+using sonata::testing::rank_corpus_folder;
 using sonata::testing::shared_comm_group;
+using sonata::testing::tiny_ds2_options;
 
 TEST_CASE("pipeline stages hold only their own parameters, gradients and optimizer state",
           "[comm][trainer][pipeline]") {
@@ -31,18 +34,11 @@ TEST_CASE("pipeline stages hold only their own parameters, gradients and optimiz
   if (R < 2 || R > 4) return;
   const int64_t stages = R == 4 ? 2 : R;
   const std::string folder = job_folder("stage_memory");
-  const std::string corpus = folder + "/corpus_" + std::to_string(world.rank());
-  std::filesystem::create_directories(corpus);
-  TrainerOptions options;
-  options.model = "ds2";
-  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
-  options.features.n_mels = 40;
-  options.train_manifest = sonata::testing::write_letters_corpus(corpus, "train", 4, 7);
-  options.batch_size = 2;
+  const std::string corpus = rank_corpus_folder(folder, world.rank());
+  TrainerOptions options =
+      tiny_ds2_options(sonata::testing::write_letters_corpus(corpus, "train", 4, 7));
   options.accum_steps = 2;
   options.pipeline_stages = stages;
-  options.progress = "none";
-  options.workers = 1;
   manual_seed(options.seed);
   SpeechTask task(options, Vocabulary());
   const Device cpu = Device::cpu();

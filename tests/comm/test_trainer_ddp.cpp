@@ -14,6 +14,7 @@
 #include "engine/random.h"
 #include "tests/comm/comm_group.h"
 #include "tests/support/letters_corpus.h"
+#include "tests/support/tiny_ds2.h"
 #include "tests/train/trainer_test_util.h"
 #include "tools/trainer/speech_task.h"
 #include "tools/trainer/train_loop.h"
@@ -21,7 +22,9 @@
 using namespace sonata;
 using sonata::testing::comm_group;
 using sonata::testing::job_folder;
+using sonata::testing::rank_corpus_folder;
 using sonata::testing::shared_comm_group;
+using sonata::testing::tiny_ds2_options;
 
 namespace {
 
@@ -43,21 +46,12 @@ TEST_CASE("trainer under DDP: identical replicas, and --resume continues bit for
   ProcessGroup& group = comm_group();
   const std::string folder = job_folder("trainer");
   // Each rank writes its own copy of the (deterministic) corpus; checkpoints are shared.
-  const std::string corpus = folder + "/corpus_" + std::to_string(group.rank());
-  std::filesystem::create_directories(corpus);
+  const std::string corpus = rank_corpus_folder(folder, group.rank());
   const std::string train = sonata::testing::write_letters_corpus(corpus, "train", 12, 7);
-
-  TrainerOptions options;
-  options.model = "ds2";
-  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
-  options.features.n_mels = 40;
-  options.train_manifest = train;
-  options.batch_size = 2;
+  TrainerOptions options = tiny_ds2_options(train);
   options.epochs = 2;
   options.lr = 1e-2;
-  options.progress = "none";
   options.log_every = 1;
-  options.workers = 1;
 
   auto run = [&](TrainerOptions run_options) {
     manual_seed(run_options.seed);
@@ -93,18 +87,11 @@ TEST_CASE("trainer with --sync-bn and a bf16 all-reduce keeps whole replicas ide
           "[comm][trainer]") {
   ProcessGroup& group = comm_group();
   const std::string folder = job_folder("sync_bn");
-  const std::string corpus = folder + "/corpus_" + std::to_string(group.rank());
-  std::filesystem::create_directories(corpus);
-  TrainerOptions options;
-  options.model = "ds2";
-  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
-  options.features.n_mels = 40;
-  options.train_manifest = sonata::testing::write_letters_corpus(corpus, "train", 12, 7);
-  options.batch_size = 2;
+  const std::string corpus = rank_corpus_folder(folder, group.rank());
+  TrainerOptions options =
+      tiny_ds2_options(sonata::testing::write_letters_corpus(corpus, "train", 12, 7));
   options.epochs = 1;
   options.lr = 1e-2;
-  options.progress = "none";
-  options.workers = 1;
   options.metrics = corpus + "/metrics.jsonl";
   options.sync_bn = true;
   options.ddp_comm_dtype = "bf16";
@@ -135,17 +122,10 @@ TEST_CASE("--comm-timeout reaches the process group and is checked", "[comm][tra
   ProcessGroup& group = comm_group();
   if (group.world_size() == 1) return;  // one process: no group to time out
   const std::string folder = job_folder("comm_timeout");
-  const std::string corpus = folder + "/corpus_" + std::to_string(group.rank());
-  std::filesystem::create_directories(corpus);
-  TrainerOptions options;
-  options.model = "ds2";
-  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
-  options.features.n_mels = 40;
-  options.train_manifest = sonata::testing::write_letters_corpus(corpus, "train", 4, 7);
-  options.batch_size = 2;
+  const std::string corpus = rank_corpus_folder(folder, group.rank());
+  TrainerOptions options =
+      tiny_ds2_options(sonata::testing::write_letters_corpus(corpus, "train", 4, 7));
   options.max_steps = 1;
-  options.progress = "none";
-  options.workers = 1;
   options.metrics = corpus + "/metrics.jsonl";
   options.comm_timeout = 123;
   // A duplicate of the test group, so the setting does not outlive this test.

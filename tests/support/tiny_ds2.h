@@ -1,0 +1,17 @@
+#pragma once
+// The trainer tests' smallest speech run: a DS2 of 4 conv channels and one recurrent layer of
+// 16 on 40 mel bands, batches of 2, one loader worker, no progress output, on a letters
+// corpus (tests/support/letters_corpus.h). Tests set what they vary on top.
+#include <string>
+
+#include "tools/trainer/trainer_options.h"
+
+namespace sonata::testing {
+
+// `job_folder`/corpus_<rank>, created: under mpiexec each rank writes its own copy of the
+// (deterministic) corpus, so no rank reads a file another is still writing.
+std::string rank_corpus_folder(const std::string& job_folder, int rank);
+
+TrainerOptions tiny_ds2_options(const std::string& train_manifest);
+
+}  // namespace sonata::testing
