@@ -58,8 +58,10 @@ HostBatch assemble(const std::vector<Tensor>& item_features,
       target_lengths.push_back(0);
     }
     host.audio_seconds += audio_seconds(features.size(0), config);
+    host.frames += features.size(0);
   }
   host.items = batch;
+  host.padded_frames = batch * frames;
   host.add(std::string(SpeechBatch::input), input, /*staged=*/true);
   host.add(std::string(SpeechBatch::input_lengths), from_vector(input_lengths, {batch}));
   host.add(std::string(SpeechBatch::targets), from_vector(targets, {int64_t(targets.size())}));
@@ -221,8 +223,11 @@ HostBatch SpeechBatcher::waveforms(const SpeechSplit& split, const std::vector<i
     targets.insert(targets.end(), labels.begin(), labels.end());
     target_lengths.push_back(int64_t(labels.size()));
     host.audio_seconds += audio_seconds(frames.back(), extractor_.config());
+    host.frames += frames.back();
   }
   host.items = batch;
+  host.padded_frames =
+      batch * (frames.empty() ? 0 : *std::max_element(frames.begin(), frames.end()));
   host.add(std::string(SpeechBatch::input), samples, /*staged=*/true);
   host.add(std::string(SpeechBatch::input_lengths), from_vector(frames, {batch}));
   host.add(std::string(SpeechBatch::targets), from_vector(targets, {int64_t(targets.size())}));

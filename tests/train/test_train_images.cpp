@@ -117,6 +117,7 @@ TEST_CASE("trainer: vgg19_bn trains a few steps on a class folder of tiny images
     if (record["event"] == "train") {
       ++train_records;
       CHECK(std::isfinite(record["loss"].get<double>()));
+      CHECK_FALSE(record.contains("padding_share"));  // fixed-size images: no padding
     }
     if (record["event"] == "eval") ++eval_records;
   }

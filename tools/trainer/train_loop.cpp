@@ -142,6 +142,8 @@ class Run {
   // Between log points: sums on the device, read by the host only there.
   Tensor loss_sum_, norm_, bad_streak_, worst_bad_streak_;
   int64_t losses_summed_ = 0, items_since_log_ = 0;
+  // Time steps of ragged inputs since the last log: the items' own, and those computed.
+  int64_t frames_since_log_ = 0, padded_frames_since_log_ = 0;
   double wait_since_log_ = 0;
   Clock::time_point log_start_ = Clock::now();
 };
@@ -327,6 +329,8 @@ HostBatch Run::next_batch(size_t index, size_t count) {
     stager_.stage(std::move(*fetched));
   }
   HostBatch batch = stager_.take();
+  frames_since_log_ += batch.frames;
+  padded_frames_since_log_ += batch.padded_frames;
   // On a GPU the next batch's copy runs on the copy stream during this step. (On the CPU,
   // fetching it now would only wait for the workers before computing.)
   if (device_.is_cuda() && index + 1 < count)
@@ -402,7 +406,8 @@ void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
       worst_bad_streak_.defined() ? int64_t(worst_bad_streak_.item()) : int64_t(0);
   const std::vector<double> totals = strategy_->sum_over_ranks(
       {loss_sum_.defined() ? loss_sum_.item() : 0.0, double(losses_summed_),
-       double(items_since_log_), double(worst_here >= o_.max_bad_steps), double(worst_here)});
+       double(items_since_log_), double(worst_here >= o_.max_bad_steps), double(worst_here),
+       double(frames_since_log_), double(padded_frames_since_log_)});
   const double loss = totals[0] / std::max(totals[1], 1.0);
   const double elapsed = std::max(seconds_since(log_start_), 1e-9);
   const double rate = totals[2] / elapsed;
@@ -419,6 +424,9 @@ void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
                                 {"items_per_s", rate},
                                 {"data_wait", wait_share},
                                 {"elapsed_s", seconds_since(run_start_)}};
+  // The share of the input's time steps that are padding (ragged inputs only): work the
+  // length buckets did not save.
+  if (totals[6] > 0) record["padding_share"] = 1.0 - totals[5] / totals[6];
   const MemoryStats memory =
       device_.is_cuda() ? cuda_memory_stats(device_.index) : cpu_memory_stats();
   record["memory_bytes"] = memory.allocated_bytes;
@@ -455,6 +463,7 @@ void Run::log_point(int64_t epoch, int64_t step_in_epoch) {
   losses_summed_ = 0;
   items_since_log_ = 0;
   wait_since_log_ = 0;
+  frames_since_log_ = padded_frames_since_log_ = 0;
   log_start_ = Clock::now();
 }
 
