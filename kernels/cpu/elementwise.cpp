@@ -126,9 +126,28 @@ void copy(DType dst_dtype, DType src_dtype, const StridedLayout& layout, const v
       if (layout.is_contiguous(0) && layout.is_contiguous(1)) {
         for_each_index(n, [&](int64_t i) { out[i] = store<D>(C(load<S>(in[i]))); });
       } else {
-        for_each_index(n, [&](int64_t i) {
-          out[layout.offset(0, i)] = store<D>(C(load<S>(in[layout.offset(1, i)])));
-        });
+        // Row by row along the last dimension: the offsets' divisions once per row, and the
+        // inner loop a unit-stride or broadcast one that vectorises (a bias expanded over
+        // rows, a permuted copy whose last dimension stays put). Per element, the divisions
+        // made this path a tenth of memory speed.
+        const int last = layout.ndim - 1;
+        const int64_t inner = layout.sizes[last];
+        const int64_t rows = inner == 0 ? 0 : n / inner;
+        const int64_t out_step = layout.strides[0][last], in_step = layout.strides[1][last];
+#pragma omp parallel for schedule(static) if (n >= kParallelGrain)
+        for (int64_t r = 0; r < rows; ++r) {
+          D* o = out + layout.offset(0, r * inner);
+          const S* x = in + layout.offset(1, r * inner);
+          if (out_step == 1 && in_step == 1) {
+            for (int64_t j = 0; j < inner; ++j) o[j] = store<D>(C(load<S>(x[j])));
+          } else if (out_step == 1 && in_step == 0) {
+            const D value = store<D>(C(load<S>(x[0])));
+            for (int64_t j = 0; j < inner; ++j) o[j] = value;
+          } else {
+            for (int64_t j = 0; j < inner; ++j)
+              o[j * out_step] = store<D>(C(load<S>(x[j * in_step])));
+          }
+        }
       }
     });
   });
