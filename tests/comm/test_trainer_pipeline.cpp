@@ -85,6 +85,26 @@ void check_close(Module& actual, Module& expected, bool with_buffers) {
   CHECK(worst < 1e-4);
 }
 
+// Two checkpoints' tensors: the same names in the same order, dtypes and shapes, the values
+// within rounding (relative to each tensor's size).
+void check_same_state(const NamedTensors& actual, const NamedTensors& expected) {
+  REQUIRE(actual.size() == expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    INFO(expected[i].first);
+    REQUIRE(actual[i].first == expected[i].first);
+    CHECK(actual[i].second.dtype() == expected[i].second.dtype());
+    REQUIRE(actual[i].second.shape() == expected[i].second.shape());
+    const auto x = actual[i].second.to(DType::f64).to_vector<double>();
+    const auto y = expected[i].second.to(DType::f64).to_vector<double>();
+    double scale = 1, gap = 0;
+    for (size_t k = 0; k < y.size(); ++k) {
+      scale = std::max(scale, std::abs(y[k]));
+      gap = std::max(gap, std::abs(x[k] - y[k]));
+    }
+    CHECK(gap <= 1e-4 * scale);
+  }
+}
+
 // Whether training moved any parameter (so that equal weights say something).
 bool differs(Module& a, Module& b) {
   const NamedTensors x = a.named_parameters(), y = b.named_parameters();
@@ -165,6 +185,28 @@ TEST_CASE(
     resumed_piped.resume = latest_checkpoint(first_single.checkpoint_dir);
     resumed_piped.metrics = corpus + "/resumed_piped.jsonl";
     check_close(train(resumed_piped, shared_comm_group())->model(), reference->model(), true);
+
+    // The pipeline's checkpoint (streamed to rank 0 stage by stage) is the one one process
+    // wrote after the same steps: names, order, dtypes, shapes, scalars and the texts but
+    // the options alike, the values within rounding.
+    if (world.rank() == 0) {
+      const TrainingState from_pipeline = load_checkpoint(latest_checkpoint(piped.checkpoint_dir));
+      const TrainingState from_single =
+          load_checkpoint(latest_checkpoint(first_single.checkpoint_dir));
+      check_same_state(from_pipeline.model, from_single.model);
+      check_same_state(from_pipeline.optimizer.tensors, from_single.optimizer.tensors);
+      CHECK(from_pipeline.optimizer.scalars == from_single.optimizer.scalars);
+      CHECK(from_pipeline.scalars == from_single.scalars);
+      for (const auto& [key, text] : from_single.texts)
+        if (key != "config") CHECK(from_pipeline.texts.at(key) == text);
+    }
+
+    // And a pipeline resumes from the pipeline's checkpoint, each stage reading its own.
+    TrainerOptions resumed_again = options;
+    resumed_again.pipeline_stages = stages;
+    resumed_again.resume = latest_checkpoint(piped.checkpoint_dir);
+    resumed_again.metrics = corpus + "/resumed_again.jsonl";
+    check_close(train(resumed_again, shared_comm_group())->model(), reference->model(), true);
   }
   world.barrier()->wait();
   if (world.rank() == 0) std::filesystem::remove_all(folder);
