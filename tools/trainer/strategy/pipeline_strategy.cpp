@@ -87,7 +87,7 @@ void PipelineStrategy::after_training() {
   pipeline_->sync_model();
 }
 
-// Every rank decides alike: the collectives of before_checkpoint() need them all.
+// Every rank decides alike: every rank of replica 0 takes part in save_checkpoint().
 bool PipelineStrategy::bad_anywhere(bool bad_here) {
   return sum_over_ranks({double(bad_here)})[0] > 0;
 }
