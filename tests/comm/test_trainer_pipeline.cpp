@@ -236,6 +236,37 @@ TEST_CASE("trainer --pipeline-stages refuses a world it cannot split into stages
   if (world.rank() == 0) std::filesystem::remove_all(folder);
 }
 
+TEST_CASE("a pipelined resume refuses another model's checkpoint, judged from its header",
+          "[comm][trainer][pipeline]") {
+  ProcessGroup& world = comm_group();
+  const int R = world.world_size();
+  if (R < 2 || R > 4) return;
+  const std::string folder = job_folder("refused_resume");
+  const std::string corpus = folder + "/corpus_" + std::to_string(world.rank());
+  std::filesystem::create_directories(corpus);
+  TrainerOptions options =
+      tiny_ds2(sonata::testing::write_letters_corpus(corpus, "train", 4, 3), corpus);
+  options.pipeline_stages = R == 4 ? 2 : R;
+  options.checkpoint_dir = folder + "/checkpoints";
+  options.stop_after = 1;
+  train(options, shared_comm_group());
+
+  // Each stage reads its own tensors only, yet every stage refuses the whole mismatch.
+  TrainerOptions other = options;
+  other.checkpoint_dir.clear();
+  other.stop_after = 0;
+  other.resume = latest_checkpoint(options.checkpoint_dir);
+  REQUIRE(!other.resume.empty());
+  other.model_config["hidden"] = "8";
+  other.metrics = corpus + "/other.jsonl";
+  auto task = std::make_unique<SpeechTask>(other, Vocabulary());
+  CHECK_THROWS_WITH(run_training(other, *task, Device::cpu(), shared_comm_group()),
+                    Catch::Contains("the checkpoint does not fit this model") &&
+                        Catch::Contains("in the checkpoint but f32"));
+  world.barrier()->wait();
+  if (world.rank() == 0) std::filesystem::remove_all(folder);
+}
+
 TEST_CASE("trainer --pipeline-stages trains vgg19_bn as one process does",
           "[comm][trainer][pipeline]") {
   ProcessGroup& world = comm_group();
