@@ -14,7 +14,7 @@
 // releases the other stages again.
 //
 // Checkpoints stay the single-process ones, under the whole model's names and parameter
-// indices, and nothing whole is assembled anywhere. To save, replica 0's stages send world
+// indices, and no rank assembles one whole. To save, replica 0's stages send world
 // rank 0 the names, dtypes and shapes of their state first, so that it writes each file's
 // header before any data; then checkpoint_source() fetches each tensor as the writer
 // reaches it (its own from its stage, the others' received one at a time from
