@@ -79,10 +79,8 @@ PipelineParallel::StageCheckpoint PipelineParallel::stage_checkpoint(
 }
 
 TrainingStateSource PipelineParallel::checkpoint_source(const TrainingState& local) const {
-  SONATA_CHECK(world_->rank() == 0,
-               "--pipeline-stages: the checkpoint is written on world rank 0,"
-               " not on rank ",
-               world_->rank());
+  SONATA_CHECK(world_->rank() == 0, "--pipeline-stages: world rank 0 writes the checkpoint, not ",
+               world_->rank(), " (the others serve_checkpoint())");
   const StageCheckpoint part = stage_checkpoint(local.optimizer);
   const auto model_specs = gather_state_specs(*stage_group_, part.model);
   const auto optimizer_specs = gather_state_specs(*stage_group_, part.optimizer);
