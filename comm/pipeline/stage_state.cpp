@@ -129,6 +129,23 @@ NamedTensors gather_state_dict(ProcessGroup& group, const NamedTensors& stage_st
   return full;
 }
 
+std::vector<std::vector<TensorSpec>> gather_state_specs(ProcessGroup& group,
+                                                        const NamedTensors& stage_state) {
+  if (group.rank() != 0) {
+    send_manifest(group, stage_state, 0);
+    return {};
+  }
+  std::vector<std::vector<TensorSpec>> specs(size_t(group.world_size()));
+  for (const auto& [name, tensor] : stage_state)
+    specs[0].push_back({name, tensor.dtype(), tensor.shape()});
+  for (int peer = 1; peer < group.world_size(); ++peer) {
+    const Manifest manifest = recv_manifest(group, peer);
+    for (size_t e = 0; e < manifest.names.size(); ++e)
+      specs[size_t(peer)].push_back({manifest.names[e], manifest.dtypes[e], manifest.shapes[e]});
+  }
+  return specs;
+}
+
 void scatter_state_dict(ProcessGroup& group, const NamedTensors& full,
                         const NamedTensors& stage_state) {
   const Device device = group.device();

@@ -1,16 +1,25 @@
 #pragma once
-// Checkpoints of a pipelined model in one file: every stage's state_dict (under the whole
-// model's names) gathered on stage 0, so that a single process loads it as it is; and the
-// reverse, a whole model's state dict handed out to the stages. Both are collectives over the
-// stage group, stage 0 exchanging with each other stage in turn.
+// A pipelined model's state in one place: every stage's state_dict (under the whole model's
+// names) gathered on stage 0, whole or as the list of what it holds (for a checkpoint
+// writer that then receives the tensors one at a time, tools/trainer/pipeline_parallel.h);
+// and the reverse, a whole model's state dict handed out to the stages. All are collectives
+// over the stage group, stage 0 exchanging with each other stage in turn.
+#include <vector>
+
 #include "comm/process_group.h"
 #include "engine/nn/module.h"
+#include "engine/tensor_spec.h"
 
 namespace sonata {
 
 // On rank 0: every rank's `stage_state` in rank order, as CPU copies (the whole model's
 // state_dict when the ranks hold the stages in order). Elsewhere: empty.
 NamedTensors gather_state_dict(ProcessGroup& group, const NamedTensors& stage_state);
+
+// On rank 0: what every rank's `stage_state` holds (names, dtypes, shapes), by rank, without
+// the data; elsewhere: empty. For a writer that fetches the tensors one at a time later.
+std::vector<std::vector<TensorSpec>> gather_state_specs(ProcessGroup& group,
+                                                        const NamedTensors& stage_state);
 
 // Copies the entries of rank 0's `full` named like each rank's `stage_state` entries into
 // those tensors (values of another floating dtype are converted). An entry missing from

@@ -38,8 +38,18 @@ std::string text_difference(const std::string& key, const std::string& ours,
 
 void check_compatible(const TrainingState& checkpoint, const NamedTensors& expected_model,
                       const std::map<std::string, std::string>& expected_texts) {
-  std::map<std::string, const Tensor*> saved;
-  for (const auto& [name, tensor] : checkpoint.model) saved[name] = &tensor;
+  std::vector<TensorSpec> specs;
+  for (const auto& [name, tensor] : checkpoint.model)
+    specs.push_back({name, tensor.dtype(), tensor.shape()});
+  check_compatible(specs, checkpoint.texts, expected_model, expected_texts);
+}
+
+void check_compatible(const std::vector<TensorSpec>& checkpoint_model,
+                      const std::map<std::string, std::string>& checkpoint_texts,
+                      const NamedTensors& expected_model,
+                      const std::map<std::string, std::string>& expected_texts) {
+  std::map<std::string, const TensorSpec*> saved;
+  for (const TensorSpec& spec : checkpoint_model) saved[spec.name] = &spec;
   std::vector<std::string> tensor_problems;
   std::map<std::string, bool> expected_names;
   for (const auto& [name, tensor] : expected_model) {
@@ -49,16 +59,16 @@ void check_compatible(const TrainingState& checkpoint, const NamedTensors& expec
       tensor_problems.push_back(str("tensor '", name, "' is missing"));
       continue;
     }
-    const Tensor& theirs = *found->second;
-    if (theirs.shape() != tensor.shape() || theirs.dtype() != tensor.dtype())
-      tensor_problems.push_back(str("tensor '", name, "' is ", dtype_name(theirs.dtype()), " ",
-                                    shape_str(theirs.shape()), " in the checkpoint but ",
+    const TensorSpec& theirs = *found->second;
+    if (theirs.shape != tensor.shape() || theirs.dtype != tensor.dtype())
+      tensor_problems.push_back(str("tensor '", name, "' is ", dtype_name(theirs.dtype), " ",
+                                    shape_str(theirs.shape), " in the checkpoint but ",
                                     dtype_name(tensor.dtype()), " ", shape_str(tensor.shape()),
                                     " in the model"));
   }
-  for (const auto& [name, tensor] : checkpoint.model)
-    if (!expected_names.count(name))
-      tensor_problems.push_back(str("tensor '", name, "' is not in the model"));
+  for (const TensorSpec& spec : checkpoint_model)
+    if (!expected_names.count(spec.name))
+      tensor_problems.push_back(str("tensor '", spec.name, "' is not in the model"));
 
   std::vector<std::string> problems(
       tensor_problems.begin(),
@@ -67,8 +77,8 @@ void check_compatible(const TrainingState& checkpoint, const NamedTensors& expec
     problems.push_back(
         str("and ", tensor_problems.size() - kListedTensorProblems, " more tensor differences"));
   for (const auto& [key, expected] : expected_texts) {
-    const auto found = checkpoint.texts.find(key);
-    if (found == checkpoint.texts.end()) {
+    const auto found = checkpoint_texts.find(key);
+    if (found == checkpoint_texts.end()) {
       problems.push_back(str("'", key, "' is missing from the checkpoint"));
     } else if (found->second != expected) {
       problems.push_back(text_difference(key, found->second, expected));

@@ -39,7 +39,55 @@ std::string damaged_name(const std::string& path) {
   return aside;
 }
 
+// `read` of the step folder `path` names, or of the newest step folder of the checkpoint
+// directory `path` that reads (load_checkpoint in checkpoint.h says how).
+template <typename Read>
+auto read_newest(const std::string& path, CheckpointSource* source, Read read) {
+  CheckpointSource ignored;
+  if (!source) source = &ignored;
+  *source = {};
+  const fs::path folder = folder_path(path);
+  std::error_code error;
+  SONATA_CHECK(fs::is_directory(folder, error), "load_checkpoint: '", path,
+               "' is not a folder (a checkpoint directory or one of its step folders)");
+  const bool step_folder = parse_step_folder_name(folder.filename().string()).has_value() ||
+                           fs::exists(folder / kModelFile, error) ||
+                           fs::exists(folder / kStateFile, error);
+  if (step_folder) {
+    source->folder = folder.string();
+    return read(folder.string());
+  }
+
+  const auto folders = list_step_folders(folder.string());
+  SONATA_CHECK(!folders.empty(), "load_checkpoint: '", path,
+               "' holds no checkpoint (no step-* folders)");
+  for (auto it = folders.rbegin(); it != folders.rend(); ++it) {
+    try {
+      auto state = read(it->second);
+      source->folder = it->second;
+      return state;
+    } catch (const Error& e) {
+      const bool last = std::next(it) == folders.rend();
+      std::fprintf(
+          stderr, "sonata: %s; %s\n", e.what(),
+          last ? "no older checkpoint to fall back to" : "falling back to the previous checkpoint");
+      source->skipped.push_back(e.what());
+    }
+  }
+  std::string failures;
+  for (size_t i = 0; i < source->skipped.size(); ++i)
+    failures += str("\n  ", i + 1, ". ", source->skipped[i]);
+  throw Error(str("load_checkpoint: no checkpoint in '", path, "' loads (", folders.size(),
+                  folders.size() == 1 ? " step folder" : " step folders",
+                  ", each kept as it is):", failures));
+}
+
 }  // namespace
+
+TrainingStateSource training_state_source(const TrainingState& state) {
+  return {tensor_source(state.model), tensor_source(state.optimizer.tensors),
+          state.optimizer.scalars, state.scalars, state.texts};
+}
 
 CheckpointManager::CheckpointManager(std::string directory, int64_t keep_last,
                                      std::string metric_mode)
@@ -81,6 +129,11 @@ void CheckpointManager::rescan_best() {
 }
 
 std::string CheckpointManager::save(const TrainingState& state, int64_t step,
+                                    std::optional<double> metric) {
+  return save(training_state_source(state), step, metric);
+}
+
+std::string CheckpointManager::save(const TrainingStateSource& state, int64_t step,
                                     std::optional<double> metric) {
   SONATA_CHECK(step >= 0, "CheckpointManager.save: step ", step, " is negative");
   const std::string name = step_folder_name(step);
@@ -161,43 +214,15 @@ void CheckpointManager::prune(int64_t saved_step) {
 }
 
 TrainingState load_checkpoint(const std::string& path, CheckpointSource* source) {
-  CheckpointSource ignored;
-  if (!source) source = &ignored;
-  *source = {};
-  const fs::path folder = folder_path(path);
-  std::error_code error;
-  SONATA_CHECK(fs::is_directory(folder, error), "load_checkpoint: '", path,
-               "' is not a folder (a checkpoint directory or one of its step folders)");
-  const bool step_folder = parse_step_folder_name(folder.filename().string()).has_value() ||
-                           fs::exists(folder / kModelFile, error) ||
-                           fs::exists(folder / kStateFile, error);
-  if (step_folder) {
-    source->folder = folder.string();
-    return read_step_folder(folder.string());
-  }
+  return read_newest(path, source, read_step_folder);
+}
 
-  const auto folders = list_step_folders(folder.string());
-  SONATA_CHECK(!folders.empty(), "load_checkpoint: '", path,
-               "' holds no checkpoint (no step-* folders)");
-  for (auto it = folders.rbegin(); it != folders.rend(); ++it) {
-    try {
-      TrainingState state = read_step_folder(it->second);
-      source->folder = it->second;
-      return state;
-    } catch (const Error& e) {
-      const bool last = std::next(it) == folders.rend();
-      std::fprintf(
-          stderr, "sonata: %s; %s\n", e.what(),
-          last ? "no older checkpoint to fall back to" : "falling back to the previous checkpoint");
-      source->skipped.push_back(e.what());
-    }
-  }
-  std::string failures;
-  for (size_t i = 0; i < source->skipped.size(); ++i)
-    failures += str("\n  ", i + 1, ". ", source->skipped[i]);
-  throw Error(str("load_checkpoint: no checkpoint in '", path, "' loads (", folders.size(),
-                  folders.size() == 1 ? " step folder" : " step folders",
-                  ", each kept as it is):", failures));
+PartialTrainingState load_checkpoint_part(const std::string& path,
+                                          const CheckpointSelection& selection,
+                                          CheckpointSource* source) {
+  return read_newest(path, source, [&](const std::string& folder) {
+    return read_step_folder_part(folder, selection);
+  });
 }
 
 bool has_step_folders(const std::string& directory) {

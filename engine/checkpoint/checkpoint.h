@@ -12,13 +12,16 @@
 // bytes in their metadata (engine/io/safetensors_checksum.h; torch ignores it), so a file
 // damaged after it was written is refused on load like a truncated one, never loaded.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/io/safetensors.h"
 #include "engine/nn/module.h"
 #include "engine/optim/optimizer.h"
+#include "engine/tensor_spec.h"
 
 namespace sonata {
 
@@ -29,6 +32,19 @@ struct TrainingState {
   std::map<std::string, std::string> texts;  // "model", "config", "vocabulary", RNG states,
                                              // 64-bit counters (as decimal text), ...
 };
+
+// A TrainingState whose tensors are fetched as they are written (TensorSource,
+// engine/io/safetensors.h): a writer that receives them from the processes holding them
+// holds one at a time. The files are those of the same TrainingState, byte for byte.
+struct TrainingStateSource {
+  TensorSource model;
+  TensorSource optimizer_tensors;
+  std::map<std::string, double> optimizer_scalars;
+  std::map<std::string, double> scalars;
+  std::map<std::string, std::string> texts;
+};
+// `state` as a source, fetching from it (which must outlive the source).
+TrainingStateSource training_state_source(const TrainingState& state);
 
 class CheckpointManager {
  public:
@@ -46,6 +62,9 @@ class CheckpointManager {
   // beats the best so far, `best`; then prunes old step folders. Returns the step folder's
   // path.
   std::string save(const TrainingState& state, int64_t step,
+                   std::optional<double> metric = std::nullopt);
+  // The same, its tensors fetched one at a time as each file is written.
+  std::string save(const TrainingStateSource& state, int64_t step,
                    std::optional<double> metric = std::nullopt);
 
   std::optional<double> best_metric() const { return best_metric_; }
@@ -87,6 +106,24 @@ struct CheckpointSource {
 // the CPU. `source`, when given, receives where the state came from.
 TrainingState load_checkpoint(const std::string& path, CheckpointSource* source = nullptr);
 
+// Which tensors a process reads of a checkpoint (a pipeline stage: its own), by name.
+struct CheckpointSelection {
+  std::function<bool(const std::string&)> model;      // of model.safetensors
+  std::function<bool(const std::string&)> optimizer;  // of state.safetensors
+};
+// A checkpoint read in part: what every model tensor is, from the header, besides the
+// selected tensors, so that check_compatible can judge the whole checkpoint.
+struct PartialTrainingState {
+  TrainingState state;                    // the selected tensors, every scalar and text
+  std::vector<TensorSpec> model_in_file;  // every tensor of model.safetensors, in its order
+};
+// load_checkpoint keeping only the selected tensors: the step folder is chosen, and a
+// damaged one refused or skipped, as load_checkpoint does (every byte of both files still
+// passes through their checksums, streamed), but the tensors not selected are never held.
+PartialTrainingState load_checkpoint_part(const std::string& path,
+                                          const CheckpointSelection& selection,
+                                          CheckpointSource* source = nullptr);
+
 // Whether `directory` holds any step folder, whether it loads or not.
 bool has_step_folders(const std::string& directory);
 
@@ -99,6 +136,12 @@ std::string latest_checkpoint(const std::string& directory);
 // many more) or whose texts differ from `expected_texts` on any of its keys (both values
 // shown, shortened around the first difference).
 void check_compatible(const TrainingState& checkpoint, const NamedTensors& expected_model,
+                      const std::map<std::string, std::string>& expected_texts);
+// The same from what the checkpoint's tensors are (a header: PartialTrainingState) and its
+// texts, with the same error.
+void check_compatible(const std::vector<TensorSpec>& checkpoint_model,
+                      const std::map<std::string, std::string>& checkpoint_texts,
+                      const NamedTensors& expected_model,
                       const std::map<std::string, std::string>& expected_texts);
 
 }  // namespace sonata

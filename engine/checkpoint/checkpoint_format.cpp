@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <vector>
 
 #include "base/error.h"
 
@@ -38,12 +40,60 @@ double parse_double(const std::string& text, const std::string& path, const std:
   return value;
 }
 
-SafetensorsContents load_file(const std::string& folder, const char* file) {
+// `read` of the file, its errors naming the checkpoint.
+template <typename Read>
+auto read_file(const std::string& folder, const char* file, Read read) {
   const std::string path = in_folder(folder, file);
   try {
-    return load_safetensors(path);
+    return read(path);
   } catch (const Error& e) {
     throw Error(str("checkpoint '", folder, "' is unreadable: ", e.what()));
+  }
+}
+
+SafetensorsContents load_file(const std::string& folder, const char* file) {
+  return read_file(folder, file, [](const std::string& path) { return load_safetensors(path); });
+}
+
+// The names of the file's tensors that `selected` picks.
+std::vector<std::string> selected_names(const std::vector<TensorSpec>& specs,
+                                        const std::function<bool(const std::string&)>& selected) {
+  std::vector<std::string> names;
+  for (const TensorSpec& spec : specs)
+    if (selected && selected(spec.name)) names.push_back(spec.name);
+  return names;
+}
+
+// The selected tensors of one file of the step folder, and what every tensor of it is.
+SafetensorsContents load_selected(const std::string& folder, const char* file,
+                                  const std::function<bool(const std::string&)>& selected,
+                                  std::vector<TensorSpec>* specs) {
+  return read_file(folder, file, [&](const std::string& path) {
+    *specs = read_safetensors_header(path).tensors;
+    return load_safetensors_tensors(path, selected_names(*specs, selected));
+  });
+}
+
+// The state file's metadata into `state`: the format checked, the scalars and texts parsed.
+void read_state_metadata(const std::string& folder, const Metadata& metadata,
+                         TrainingState& state) {
+  const std::string path = in_folder(folder, kStateFile);
+  const auto format = metadata.find("format");
+  if (format == metadata.end())
+    throw Error(str("checkpoint '", folder, "' is unreadable: ", path,
+                    " has no 'format' metadata (not a sonata checkpoint)"));
+  if (format->second != kFormat)
+    throw Error(str("checkpoint '", folder, "' is unreadable: ", path, " is of format '",
+                    format->second, "', this build reads '", kFormat, "'"));
+  for (const auto& [key, value] : metadata) {
+    std::string name;
+    if (strip_prefix(key, kScalarPrefix, &name)) {
+      state.scalars[name] = parse_double(value, path, key);
+    } else if (strip_prefix(key, kOptimizerPrefix, &name)) {
+      state.optimizer.scalars[name] = parse_double(value, path, key);
+    } else if (strip_prefix(key, kTextPrefix, &name)) {
+      state.texts[name] = value;
+    }
   }
 }
 
@@ -55,43 +105,39 @@ std::string format_double(double value) {
   return text;
 }
 
-void write_step_folder(const std::string& folder, const TrainingState& state, int64_t step,
+void write_step_folder(const std::string& folder, const TrainingStateSource& state, int64_t step,
                        std::optional<double> metric) {
   Metadata metadata{{"format", kFormat}, {"step", std::to_string(step)}};
   if (metric) metadata["metric"] = format_double(*metric);
   for (const auto& [name, value] : state.scalars)
     metadata[kScalarPrefix + name] = format_double(value);
-  for (const auto& [name, value] : state.optimizer.scalars)
+  for (const auto& [name, value] : state.optimizer_scalars)
     metadata[kOptimizerPrefix + name] = format_double(value);
   for (const auto& [name, text] : state.texts) metadata[kTextPrefix + name] = text;
-  save_safetensors(in_folder(folder, kModelFile), state.model);
-  save_safetensors(in_folder(folder, kStateFile), state.optimizer.tensors, metadata);
+  save_safetensors_streamed(in_folder(folder, kModelFile), state.model);
+  save_safetensors_streamed(in_folder(folder, kStateFile), state.optimizer_tensors, metadata);
 }
 
 TrainingState read_step_folder(const std::string& folder) {
   TrainingState state;
   state.model = load_file(folder, kModelFile).tensors;
   SafetensorsContents contents = load_file(folder, kStateFile);
-  const std::string path = in_folder(folder, kStateFile);
-  const auto format = contents.metadata.find("format");
-  if (format == contents.metadata.end())
-    throw Error(str("checkpoint '", folder, "' is unreadable: ", path,
-                    " has no 'format' metadata (not a sonata checkpoint)"));
-  if (format->second != kFormat)
-    throw Error(str("checkpoint '", folder, "' is unreadable: ", path, " is of format '",
-                    format->second, "', this build reads '", kFormat, "'"));
+  read_state_metadata(folder, contents.metadata, state);
   state.optimizer.tensors = std::move(contents.tensors);
-  for (const auto& [key, value] : contents.metadata) {
-    std::string name;
-    if (strip_prefix(key, kScalarPrefix, &name)) {
-      state.scalars[name] = parse_double(value, path, key);
-    } else if (strip_prefix(key, kOptimizerPrefix, &name)) {
-      state.optimizer.scalars[name] = parse_double(value, path, key);
-    } else if (strip_prefix(key, kTextPrefix, &name)) {
-      state.texts[name] = value;
-    }
-  }
   return state;
+}
+
+PartialTrainingState read_step_folder_part(const std::string& folder,
+                                           const CheckpointSelection& selection) {
+  PartialTrainingState part;
+  part.state.model =
+      load_selected(folder, kModelFile, selection.model, &part.model_in_file).tensors;
+  std::vector<TensorSpec> optimizer_specs;
+  SafetensorsContents contents =
+      load_selected(folder, kStateFile, selection.optimizer, &optimizer_specs);
+  read_state_metadata(folder, contents.metadata, part.state);
+  part.state.optimizer.tensors = std::move(contents.tensors);
+  return part;
 }
 
 namespace {

@@ -17,11 +17,15 @@ inline constexpr char kStateFile[] = "state.safetensors";
 inline constexpr char kFormat[] = "sonata-checkpoint-1";
 
 // Writes model.safetensors and state.safetensors into the existing folder `folder`, each
-// fsync'd (the folder itself is the caller's to fsync).
-void write_step_folder(const std::string& folder, const TrainingState& state, int64_t step,
+// fsync'd (the folder itself is the caller's to fsync), each tensor fetched as it is due.
+void write_step_folder(const std::string& folder, const TrainingStateSource& state, int64_t step,
                        std::optional<double> metric);
 // Reads a step folder; an error names the folder, the file and what is wrong.
 TrainingState read_step_folder(const std::string& folder);
+// The same, keeping only the selected tensors (every byte still checked against the files'
+// checksums, streamed).
+PartialTrainingState read_step_folder_part(const std::string& folder,
+                                           const CheckpointSelection& selection);
 
 // Both files of a step folder whole (their headers alone: sizes, not the checksums), their
 // format ours; throws naming the file otherwise.

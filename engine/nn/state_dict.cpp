@@ -28,6 +28,10 @@ LoadStateReport load_state_dict(Module& module, const NamedTensors& tensors,
       continue;
     }
     auto it = given.find(name);
+    if (it == given.end() && options.only_given) {
+      report.skipped.push_back(name);
+      continue;
+    }
     if (it == given.end()) {
       problems.push_back(str("missing ", name));
       continue;

@@ -16,6 +16,9 @@ struct LoadStateOptions {
   // Values of another floating dtype are converted instead of refused (f32 weights into an
   // f64 model, f16 checkpoints into f32).
   bool convert_dtypes = true;
+  // Only the module's entries that the tensors hold are loaded, the others left as they are:
+  // a pipeline stage loading its own from a checkpoint already checked whole.
+  bool only_given = false;
 };
 
 struct LoadStateReport {

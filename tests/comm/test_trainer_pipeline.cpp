@@ -85,6 +85,26 @@ void check_close(Module& actual, Module& expected, bool with_buffers) {
   CHECK(worst < 1e-4);
 }
 
+// Two checkpoints' tensors: the same names in the same order, dtypes and shapes, the values
+// within rounding (relative to each tensor's size).
+void check_same_state(const NamedTensors& actual, const NamedTensors& expected) {
+  REQUIRE(actual.size() == expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    INFO(expected[i].first);
+    REQUIRE(actual[i].first == expected[i].first);
+    CHECK(actual[i].second.dtype() == expected[i].second.dtype());
+    REQUIRE(actual[i].second.shape() == expected[i].second.shape());
+    const auto x = actual[i].second.to(DType::f64).to_vector<double>();
+    const auto y = expected[i].second.to(DType::f64).to_vector<double>();
+    double scale = 1, gap = 0;
+    for (size_t k = 0; k < y.size(); ++k) {
+      scale = std::max(scale, std::abs(y[k]));
+      gap = std::max(gap, std::abs(x[k] - y[k]));
+    }
+    CHECK(gap <= 1e-4 * scale);
+  }
+}
+
 // Whether training moved any parameter (so that equal weights say something).
 bool differs(Module& a, Module& b) {
   const NamedTensors x = a.named_parameters(), y = b.named_parameters();
@@ -165,6 +185,28 @@ TEST_CASE(
     resumed_piped.resume = latest_checkpoint(first_single.checkpoint_dir);
     resumed_piped.metrics = corpus + "/resumed_piped.jsonl";
     check_close(train(resumed_piped, shared_comm_group())->model(), reference->model(), true);
+
+    // The pipeline's checkpoint (streamed to rank 0 stage by stage) is the one one process
+    // wrote after the same steps: names, order, dtypes, shapes, scalars and the texts but
+    // the options alike, the values within rounding.
+    if (world.rank() == 0) {
+      const TrainingState from_pipeline = load_checkpoint(latest_checkpoint(piped.checkpoint_dir));
+      const TrainingState from_single =
+          load_checkpoint(latest_checkpoint(first_single.checkpoint_dir));
+      check_same_state(from_pipeline.model, from_single.model);
+      check_same_state(from_pipeline.optimizer.tensors, from_single.optimizer.tensors);
+      CHECK(from_pipeline.optimizer.scalars == from_single.optimizer.scalars);
+      CHECK(from_pipeline.scalars == from_single.scalars);
+      for (const auto& [key, text] : from_single.texts)
+        if (key != "config") CHECK(from_pipeline.texts.at(key) == text);
+    }
+
+    // And a pipeline resumes from the pipeline's checkpoint, each stage reading its own.
+    TrainerOptions resumed_again = options;
+    resumed_again.pipeline_stages = stages;
+    resumed_again.resume = latest_checkpoint(piped.checkpoint_dir);
+    resumed_again.metrics = corpus + "/resumed_again.jsonl";
+    check_close(train(resumed_again, shared_comm_group())->model(), reference->model(), true);
   }
   world.barrier()->wait();
   if (world.rank() == 0) std::filesystem::remove_all(folder);
@@ -190,6 +232,37 @@ TEST_CASE("trainer --pipeline-stages refuses a world it cannot split into stages
     options.pipeline_cuts = std::string("2");  // (GCC 12 -Wrestrict false positive on "2")
     CHECK_THROWS_WITH(options.check(), Catch::Contains("--pipeline-cuts needs"));
   }
+  world.barrier()->wait();
+  if (world.rank() == 0) std::filesystem::remove_all(folder);
+}
+
+TEST_CASE("a pipelined resume refuses another model's checkpoint, judged from its header",
+          "[comm][trainer][pipeline]") {
+  ProcessGroup& world = comm_group();
+  const int R = world.world_size();
+  if (R < 2 || R > 4) return;
+  const std::string folder = job_folder("refused_resume");
+  const std::string corpus = folder + "/corpus_" + std::to_string(world.rank());
+  std::filesystem::create_directories(corpus);
+  TrainerOptions options =
+      tiny_ds2(sonata::testing::write_letters_corpus(corpus, "train", 4, 3), corpus);
+  options.pipeline_stages = R == 4 ? 2 : R;
+  options.checkpoint_dir = folder + "/checkpoints";
+  options.stop_after = 1;
+  train(options, shared_comm_group());
+
+  // Each stage reads its own tensors only, yet every stage refuses the whole mismatch.
+  TrainerOptions other = options;
+  other.checkpoint_dir.clear();
+  other.stop_after = 0;
+  other.resume = latest_checkpoint(options.checkpoint_dir);
+  REQUIRE(!other.resume.empty());
+  other.model_config["hidden"] = "8";
+  other.metrics = corpus + "/other.jsonl";
+  auto task = std::make_unique<SpeechTask>(other, Vocabulary());
+  CHECK_THROWS_WITH(run_training(other, *task, Device::cpu(), shared_comm_group()),
+                    Catch::Contains("the checkpoint does not fit this model") &&
+                        Catch::Contains("in the checkpoint but f32"));
   world.barrier()->wait();
   if (world.rank() == 0) std::filesystem::remove_all(folder);
 }

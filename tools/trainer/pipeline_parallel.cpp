@@ -11,6 +11,7 @@
 #include "comm/pipeline/stage_state.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/optim/clip_grad.h"
+#include "tools/trainer/optimizer_state_names.h"
 
 namespace sonata {
 namespace {
@@ -35,20 +36,6 @@ std::vector<size_t> parse_cuts(const std::string& text) {
   }
   return cuts;
 }
-
-// The parameter index a state entry "state.<i>.<what>" belongs to, or -1.
-int64_t state_index(const std::string& name) {
-  if (name.rfind("state.", 0) != 0) return -1;
-  const size_t dot = name.find('.', 6);
-  return dot == std::string::npos ? -1 : std::stoll(name.substr(6, dot - 6));
-}
-
-// "state.<i>.<what>" as "state.<index>.<what>".
-std::string renumbered(const std::string& name, int64_t index) {
-  return str("state.", index, name.substr(name.find('.', 6)));
-}
-
-constexpr const char* kScalarPrefix = "scalar:";
 
 }  // namespace
 
@@ -159,19 +146,19 @@ OptimizerState PipelineParallel::stage_optimizer_state(const OptimizerState& who
   for (size_t k = 0; k < optimizer_index_.size(); ++k) local[optimizer_index_[k]] = int64_t(k);
   OptimizerState out;
   for (const auto& [name, value] : whole.scalars) {
-    const int64_t index = state_index(name);
+    const int64_t index = optimizer_state_index(name);
     if (index < 0) {
       out.scalars[name] = value;
     } else if (const auto found = local.find(index); found != local.end()) {
-      out.scalars[renumbered(name, found->second)] = value;
+      out.scalars[renumbered_optimizer_state(name, found->second)] = value;
     }
   }
   for (size_t g = 0; g < stage_group_sizes_.size(); ++g)
     if (whole.scalars.count(str("param_groups.", g, ".params")))
       out.scalars[str("param_groups.", g, ".params")] = double(stage_group_sizes_[g]);
   for (const auto& [name, tensor] : whole.tensors)
-    if (const auto found = local.find(state_index(name)); found != local.end())
-      out.tensors.emplace_back(renumbered(name, found->second), tensor);
+    if (const auto found = local.find(optimizer_state_index(name)); found != local.end())
+      out.tensors.emplace_back(renumbered_optimizer_state(name, found->second), tensor);
   return out;
 }
 
@@ -262,61 +249,6 @@ void PipelineParallel::sync_model() {
     }
   }
   released_ = false;
-}
-
-NamedTensors PipelineParallel::gather_model_state() const {
-  if (replica_ != 0) return {};
-  const NamedTensors gathered = gather_state_dict(*stage_group_, stage_->state_dict());
-  if (world_->rank() != 0) return {};
-  // One process's order (the stages' layers may list their state in another).
-  std::map<std::string, Tensor> by_name(gathered.begin(), gathered.end());
-  NamedTensors state;
-  for (const std::string& name : state_names_) {
-    const auto found = by_name.find(name);
-    SONATA_CHECK(found != by_name.end(), "--pipeline-stages: no stage holds the model's '", name,
-                 "'");
-    state.emplace_back(name, found->second);
-  }
-  return state;
-}
-
-OptimizerState PipelineParallel::gather_optimizer_state(const Optimizer& optimizer) const {
-  if (replica_ != 0) return {};
-  // This stage's optimizer numbers its own parameters: entries travel under the whole
-  // model's indices.
-  SONATA_CHECK(optimizer_index_.size() == parameters().size(),
-               "--pipeline-stages: the optimizer was not built over stage_param_groups()");
-  auto whole_name = [&](const std::string& name) {
-    return renumbered(name, optimizer_index_.at(size_t(state_index(name))));
-  };
-  const OptimizerState local = optimizer.state_dict();
-  NamedTensors entries;
-  for (const auto& [name, tensor] : local.tensors) entries.emplace_back(whole_name(name), tensor);
-  // Per-parameter scalars (Adam's step) travel as one-element tensors.
-  const TensorOptions f64 = TensorOptions{}.with(DType::f64).with(stage_group_->device());
-  for (const auto& [name, value] : local.scalars)
-    if (state_index(name) >= 0)
-      entries.emplace_back(kScalarPrefix + whole_name(name), full({1}, value, f64));
-  const NamedTensors gathered = gather_state_dict(*stage_group_, entries);
-  if (world_->rank() != 0) return {};
-
-  OptimizerState merged;
-  for (const auto& [name, value] : local.scalars)
-    if (state_index(name) < 0) merged.scalars[name] = value;  // the groups' options
-  for (size_t g = 0; g < whole_group_sizes_.size(); ++g)
-    merged.scalars[str("param_groups.", g, ".params")] = double(whole_group_sizes_[g]);
-  const std::string prefix = kScalarPrefix;
-  for (const auto& [name, tensor] : gathered) {
-    if (name.rfind(prefix, 0) == 0)
-      merged.scalars[name.substr(prefix.size())] = tensor.to(DType::f64).item();
-    else
-      merged.tensors.emplace_back(name, tensor);
-  }
-  // One process's order: by parameter index.
-  std::stable_sort(merged.tensors.begin(), merged.tensors.end(), [](const auto& a, const auto& b) {
-    return state_index(a.first) < state_index(b.first);
-  });
-  return merged;
 }
 
 }  // namespace sonata

@@ -8,15 +8,23 @@
 // Every rank builds the whole model (one process's initialisation, so results stay equal),
 // then keeps only its stage: start_training() and every step release the other stages'
 // parameters and buffers (their handles stay, their storage goes), and the optimizer, built
-// over stage_param_groups(), holds this stage's state alone. Checkpoints stay the
-// single-process ones: gather_model_state() and gather_optimizer_state() assemble them on
-// world rank 0 under the whole model's names and parameter indices, and
-// stage_optimizer_state() turns one back into this stage's optimizer state. evaluate() runs
-// the eval batches forward through the stages. sync_model() fills every rank's whole model
-// again from replica 0's stages (the end of a run, for whoever uses the model next); the
-// next step releases the other stages again. A resume still loads the whole checkpoint on
-// every rank (into the whole model, before the release), and the checkpoint's model is
-// gathered whole, as CPU copies, on world rank 0 before it is written.
+// over stage_param_groups(), holds this stage's state alone. evaluate() runs the eval
+// batches forward through the stages. sync_model() fills every rank's whole model again
+// from replica 0's stages (the end of a run, for whoever uses the model next); the next step
+// releases the other stages again.
+//
+// Checkpoints stay the single-process ones, under the whole model's names and parameter
+// indices, and no rank assembles one whole. To save, replica 0's stages send world
+// rank 0 the names, dtypes and shapes of their state first, so that it writes each file's
+// header before any data; then checkpoint_source() fetches each tensor as the writer
+// reaches it (its own from its stage, the others' received one at a time from
+// serve_checkpoint() on their stage), so that rank 0 holds its stage plus the one tensor in
+// flight, and the files are byte for byte those one process writes for the same state. On
+// resume each rank reads only checkpoint_selection()'s tensors (its stage's, at their
+// offsets; every byte of both files still passes through their checksums, streamed), the
+// compatibility check judging the whole model from the header, and stage_optimizer_state()
+// renumbers the optimizer's part for this stage. A pipelined run and one process resume each
+// other's checkpoints.
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +33,7 @@
 #include "comm/process_group.h"
 #include "comm/reducer.h"
 #include "engine/amp/loss_scaler.h"
+#include "engine/checkpoint/checkpoint.h"
 #include "engine/optim/optimizer.h"
 #include "tools/trainer/task.h"
 #include "tools/trainer/trainer_options.h"
@@ -75,18 +84,25 @@ class PipelineParallel {
   // Every rank's whole model set to replica 0's stages (a collective over the world); the
   // released stages are filled again until the next step.
   void sync_model();
-  // The whole model's state_dict as one process holds it, as CPU copies on world rank 0 (a
-  // collective over the stage group of replica 0; other replicas return at once). Elsewhere:
-  // empty.
-  NamedTensors gather_model_state() const;
   // The counts of an evaluation of `split` run through the pipeline (a collective over the
   // world): each replica evaluates its shard with replica 0's weights, its last stage
   // counting (Task::eval_pass); the other ranks return the same names with zeros, so the
   // sums over the world are the evaluation's.
   EvalCounts evaluate(const std::string& split, Device device);
-  // The optimizer's state as one process holds it, on world rank 0 (a collective over the
-  // stage group of replica 0; other replicas return at once). Elsewhere: empty.
-  OptimizerState gather_optimizer_state(const Optimizer& optimizer) const;
+
+  // One process's checkpoint of `local` (this rank's capture_training_state: its optimizer's
+  // state, the run's scalars and texts), under the whole model's names and numbering. On
+  // world rank 0, for CheckpointManager::save: the checkpoint as a source whose fetches
+  // receive each other stage's tensor when the writer asks for it, while the other ranks of
+  // replica 0 are in serve_checkpoint(), sending their stage's tensors one at a time. A
+  // collective over replica 0's stage group (their lists of tensors first, then the
+  // tensors); other replicas return at once.
+  TrainingStateSource checkpoint_source(const TrainingState& local) const;
+  void serve_checkpoint(const TrainingState& local) const;
+  // What this stage reads of a one-process checkpoint on resume: its model entries, and the
+  // optimizer state of its parameters (one process's numbering, which
+  // stage_optimizer_state() renumbers). Needs stage_param_groups() first.
+  CheckpointSelection checkpoint_selection() const;
 
  private:
   std::shared_ptr<ProcessGroup> world_;
@@ -110,6 +126,14 @@ class PipelineParallel {
   // stage_group_sizes_[g].
   std::vector<int64_t> optimizer_index_;
   std::vector<size_t> whole_group_sizes_, stage_group_sizes_;
+
+  // This stage's share of a checkpoint in the order the writer fetches it: its model
+  // entries, its optimizer tensors and per-parameter scalars under the whole model's
+  // numbering (`local`: this stage's optimizer's state).
+  struct StageCheckpoint {
+    NamedTensors model, optimizer, step_scalars;
+  };
+  StageCheckpoint stage_checkpoint(const OptimizerState& local) const;
 
   void release_other_stages();
   // Replica 0's stage state on every replica (a collective over the replica group).

@@ -245,9 +245,14 @@ TrainResult Run::train() {
       progress_.print(str("--resume auto: no checkpoint in ", o_.checkpoint_dir, " yet; starting"));
     } else {
       std::vector<std::string> notes;
-      TrainingState loaded = load_resume_checkpoint(path, o_, &source);
-      loaded.optimizer = strategy_->local_optimizer_state(std::move(loaded.optimizer));
-      start = restore_training_state(loaded, o_, task_, *optimizer_, *scaler_, &notes);
+      // Under a pipeline each rank reads its stage's tensors alone.
+      const std::optional<CheckpointSelection> selection = strategy_->checkpoint_selection();
+      PartialTrainingState loaded =
+          selection ? load_resume_checkpoint_part(path, o_, *selection, &source)
+                    : PartialTrainingState{load_resume_checkpoint(path, o_, &source), {}};
+      loaded.state.optimizer = strategy_->local_optimizer_state(std::move(loaded.state.optimizer));
+      start = restore_training_state(loaded.state, o_, task_, *optimizer_, *scaler_, &notes,
+                                     selection ? &loaded.model_in_file : nullptr);
       progress_.print(str("resumed from ", source.folder, " at step ", start.step, " (epoch ",
                           start.epoch + 1, ", batch ", start.batch, ")"));
       for (const std::string& skipped : source.skipped)
@@ -504,12 +509,11 @@ void Run::save_checkpoint(const TrainPosition& position, std::optional<double> m
   if (strategy_->bad_anywhere(bad_here)) return;
   if (!strategy_->saves_on_every_rank() && !checkpoints_) return;
   last_saved_step_ = position.step;
-  GatheredState gathered = strategy_->before_checkpoint(*optimizer_);
+  const TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
+  const std::string path =
+      strategy_->save_checkpoint(checkpoints_.get(), state, position.step, metric);
   if (!checkpoints_) return;
-  TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
-  if (gathered.optimizer) state.optimizer = std::move(*gathered.optimizer);
-  if (gathered.model) state.model = std::move(*gathered.model);
-  result_.last_checkpoint = checkpoints_->save(state, position.step, metric);
+  result_.last_checkpoint = path;
   metrics_.write(
       {{"event", "checkpoint"}, {"step", position.step}, {"path", result_.last_checkpoint}});
 }

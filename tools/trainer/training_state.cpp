@@ -38,12 +38,18 @@ TrainingState capture_training_state(const TrainerOptions& options, Task& task,
 
 TrainPosition restore_training_state(const TrainingState& state, const TrainerOptions& options,
                                      Task& task, Optimizer& optimizer, LossScaler& scaler,
-                                     std::vector<std::string>* notes) {
+                                     std::vector<std::string>* notes,
+                                     const std::vector<TensorSpec>* model_in_file) {
   std::map<std::string, std::string> expected = task.checkpoint_texts();
   expected["model"] = options.model;
-  check_compatible(state, task.model().state_dict(), expected);
+  if (model_in_file)
+    check_compatible(*model_in_file, state.texts, task.model().state_dict(), expected);
+  else
+    check_compatible(state, task.model().state_dict(), expected);
 
-  load_state_dict(task.model(), state.model);
+  LoadStateOptions load_options;
+  load_options.only_given = model_in_file != nullptr;
+  load_state_dict(task.model(), state.model, load_options);
   optimizer.load_state_dict(state.optimizer);
   std::map<std::string, double> scaler_state;
   for (const auto& [key, value] : state.scalars)
@@ -85,16 +91,34 @@ std::string resume_path(const TrainerOptions& options) {
   return has_step_folders(options.checkpoint_dir) ? options.checkpoint_dir : "";
 }
 
-TrainingState load_resume_checkpoint(const std::string& path, const TrainerOptions& options,
-                                     CheckpointSource* source) {
+namespace {
+
+// `load` of `path`; under --resume auto a folder none of whose checkpoints loads is refused
+// with what to do about it.
+template <typename Load>
+auto resume_or_refuse(const TrainerOptions& options, Load load) {
   try {
-    return load_checkpoint(path, source);
+    return load();
   } catch (const Error& e) {
     if (options.resume != "auto") throw;
     throw Error(str("--resume auto: ", e.what(),
                     "\nNot starting a fresh run over them: move them out of '",
                     options.checkpoint_dir, "' to start anew, or name one with --resume."));
   }
+}
+
+}  // namespace
+
+TrainingState load_resume_checkpoint(const std::string& path, const TrainerOptions& options,
+                                     CheckpointSource* source) {
+  return resume_or_refuse(options, [&] { return load_checkpoint(path, source); });
+}
+
+PartialTrainingState load_resume_checkpoint_part(const std::string& path,
+                                                 const TrainerOptions& options,
+                                                 const CheckpointSelection& selection,
+                                                 CheckpointSource* source) {
+  return resume_or_refuse(options, [&] { return load_checkpoint_part(path, selection, source); });
 }
 
 }  // namespace sonata

@@ -27,10 +27,14 @@ TrainingState capture_training_state(const TrainerOptions& options, Task& task,
 
 // Loads `state` into the model, optimizer and scaler (after checking it fits them) and
 // returns where to continue. `notes` receives a line per option that differs from the run
-// that wrote the checkpoint (a changed --lr is allowed, and said).
+// that wrote the checkpoint (a changed --lr is allowed, and said). `model_in_file`, when
+// state.model holds only part of the checkpoint's model (load_checkpoint_part): what every
+// tensor of the checkpoint's model is, which the fit is judged by; then only state.model's
+// entries are loaded and the rest of the model is left as it is.
 TrainPosition restore_training_state(const TrainingState& state, const TrainerOptions& options,
                                      Task& task, Optimizer& optimizer, LossScaler& scaler,
-                                     std::vector<std::string>* notes);
+                                     std::vector<std::string>* notes,
+                                     const std::vector<TensorSpec>* model_in_file = nullptr);
 
 // The checkpoint --resume names: "auto" is --checkpoint-dir, whose newest step folder that
 // loads is loaded, or "" when it holds no step folder yet, so that a preemptible job can
@@ -42,5 +46,10 @@ std::string resume_path(const TrainerOptions& options);
 // run would train over them.
 TrainingState load_resume_checkpoint(const std::string& path, const TrainerOptions& options,
                                      CheckpointSource* source);
+// The same keeping only the selected tensors (load_checkpoint_part).
+PartialTrainingState load_resume_checkpoint_part(const std::string& path,
+                                                 const TrainerOptions& options,
+                                                 const CheckpointSelection& selection,
+                                                 CheckpointSource* source);
 
 }  // namespace sonata

@@ -41,6 +41,11 @@ std::vector<ParamGroup> PipelineStrategy::optimizer_groups(std::vector<ParamGrou
   return pipeline_->stage_param_groups(whole);
 }
 
+// Each rank reads its own stage's tensors of the checkpoint.
+std::optional<CheckpointSelection> PipelineStrategy::checkpoint_selection() const {
+  return pipeline_->checkpoint_selection();
+}
+
 OptimizerState PipelineStrategy::local_optimizer_state(OptimizerState whole) const {
   return pipeline_->stage_optimizer_state(whole);
 }
@@ -82,17 +87,20 @@ void PipelineStrategy::after_training() {
   pipeline_->sync_model();
 }
 
-// Every rank decides alike: the collectives of before_checkpoint() need them all.
+// Every rank decides alike: every rank of replica 0 takes part in save_checkpoint().
 bool PipelineStrategy::bad_anywhere(bool bad_here) {
   return sum_over_ranks({double(bad_here)})[0] > 0;
 }
 
-// Gathered to the writer in one process's order and numbering.
-GatheredState PipelineStrategy::before_checkpoint(const Optimizer& optimizer) {
-  GatheredState gathered;
-  gathered.model = pipeline_->gather_model_state();
-  gathered.optimizer = pipeline_->gather_optimizer_state(optimizer);
-  return gathered;
+// In one process's order and numbering, each tensor streamed to the writer when it is due.
+std::string PipelineStrategy::save_checkpoint(CheckpointManager* checkpoints,
+                                              const TrainingState& state, int64_t step,
+                                              std::optional<double> metric) {
+  if (!checkpoints) {
+    pipeline_->serve_checkpoint(state);
+    return "";
+  }
+  return checkpoints->save(pipeline_->checkpoint_source(state), step, metric);
 }
 
 }  // namespace sonata

@@ -34,13 +34,15 @@ class PipelineStrategy : public TrainingStrategy {
   Tensor agree_and_clip(LossScaler& scaler, const std::vector<Tensor>& params,
                         double max_norm) override;
   std::vector<ParamGroup> optimizer_groups(std::vector<ParamGroup> whole) const override;
+  std::optional<CheckpointSelection> checkpoint_selection() const override;
   OptimizerState local_optimizer_state(OptimizerState whole) const override;
   EvalCounts evaluate(Task& task, const std::string& split, Device device, int64_t rank,
                       int64_t world) override;
   void after_training() override;
   bool bad_anywhere(bool bad_here) override;
   bool saves_on_every_rank() const override { return true; }
-  GatheredState before_checkpoint(const Optimizer& optimizer) override;
+  std::string save_checkpoint(CheckpointManager* checkpoints, const TrainingState& state,
+                              int64_t step, std::optional<double> metric) override;
 
  private:
   StrategyKind kind_;

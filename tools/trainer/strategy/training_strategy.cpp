@@ -50,8 +50,10 @@ EvalCounts TrainingStrategy::evaluate(Task& task, const std::string& split, Devi
   return task.evaluate(split, device, rank, world);
 }
 
-GatheredState TrainingStrategy::before_checkpoint(const Optimizer&) {
-  return {};
+std::string TrainingStrategy::save_checkpoint(CheckpointManager* checkpoints,
+                                              const TrainingState& state, int64_t step,
+                                              std::optional<double> metric) {
+  return checkpoints ? checkpoints->save(state, step, metric) : "";
 }
 
 std::vector<double> TrainingStrategy::sum_over_ranks(std::vector<double> values) const {

@@ -15,6 +15,7 @@
 #include "comm/process_group.h"
 #include "data/loader/batch_loader.h"
 #include "engine/amp/loss_scaler.h"
+#include "engine/checkpoint/checkpoint.h"
 #include "engine/device.h"
 #include "engine/nn/module.h"
 #include "engine/optim/optimizer.h"
@@ -37,12 +38,6 @@ StrategyKind choose_strategy(const TrainerOptions& options, int world_size);
 struct LossHooks {
   std::function<void(const Tensor&)> track;    // the loss (detached), for the log
   std::function<Tensor(const Tensor&)> scale;  // the loss scaler's scale()
-};
-
-// A checkpoint's state gathered from the ranks that hold its parts.
-struct GatheredState {
-  std::optional<NamedTensors> model;
-  std::optional<OptimizerState> optimizer;
 };
 
 class TrainingStrategy {
@@ -83,6 +78,8 @@ class TrainingStrategy {
   virtual std::vector<ParamGroup> optimizer_groups(std::vector<ParamGroup> whole) const {
     return whole;
   }
+  // Which tensors of a checkpoint this rank reads on resume (nullopt: all of them).
+  virtual std::optional<CheckpointSelection> checkpoint_selection() const { return std::nullopt; }
   // A resumed checkpoint's optimizer state (one process's numbering) as this rank's optimizer
   // holds it.
   virtual OptimizerState local_optimizer_state(OptimizerState whole) const { return whole; }
@@ -100,10 +97,13 @@ class TrainingStrategy {
   virtual bool bad_anywhere(bool bad_here) { return bad_here; }
   // Whether every rank takes part in writing a checkpoint (not only the one that writes).
   virtual bool saves_on_every_rank() const { return false; }
-  // Before a checkpoint: the model's and the optimizer's state as one process holds them,
-  // where the strategy spreads them (on the writing rank; elsewhere and otherwise nothing,
-  // and the loop takes them from this rank's model and optimizer).
-  virtual GatheredState before_checkpoint(const Optimizer& optimizer);
+  // Writes a checkpoint in one process's format through `checkpoints` (the writer's; null on
+  // the other ranks) from `state`, this rank's capture_training_state. The default: the
+  // writer saves `state` as it is. Where the strategy spreads the model and the optimizer,
+  // every rank takes part (saves_on_every_rank()), streaming its part to the writer. Returns
+  // the step folder written, "" on the other ranks.
+  virtual std::string save_checkpoint(CheckpointManager* checkpoints, const TrainingState& state,
+                                      int64_t step, std::optional<double> metric);
 
   // `values` summed over every process (identity in one process).
   std::vector<double> sum_over_ranks(std::vector<double> values) const;
