@@ -1,71 +1,65 @@
-// cross_entropy / nll_loss on CUDA against the CPU reference, f32 / f16 / bf16, covering the
-// three line layouts of the kernels (warp rows, block rows for many classes, columns for
-// [N, C, d...]) with weights, ignore_index, label smoothing and every reduction.
+// cross_entropy / nll_loss on CUDA against the CPU reference, f32 / f16 / bf16, over the table
+// in tests/cases/cross_entropy_cases.h: the three line layouts of the kernels (warp rows, block
+// rows for many classes, columns for [N, C, d...]), whole and misaligned 16-byte packs, with
+// weights, ignore_index, label smoothing and every reduction.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
+#include "tests/cases/cross_entropy_cases.h"
 #include "tests/cuda/f64_parity.h"
 #include "tests/cuda/parity_util.h"
 
 using namespace sonata;
 using namespace sonata::testing;
 
-namespace {
-
-// Targets cycling through the classes, every fifth one ignored.
-Tensor cycling_targets(const Shape& shape, int64_t classes) {
-  std::vector<int64_t> values(size_t(shape_numel(shape)));
-  for (size_t i = 0; i < values.size(); ++i)
-    values[i] = i % 5 == 3 ? -100 : int64_t((i * 7 + 1) % size_t(classes));
-  return index_input(values, shape);
-}
-
-}  // namespace
-
 TEST_CASE("cuda cross_entropy matches the CPU", "[cuda][cross_entropy]") {
-  struct Case {
-    Shape logits;
-    Shape target;
-  };
-  const std::vector<Case> cases = {
-      {{16, 10}, {16}},           // warp per row
-      {{4, 3000}, {4}},           // block per row
-      {{4, 6, 5, 7}, {4, 5, 7}},  // columns
-      {{16, 64}, {16}},           // warp per row in 16-byte packs (64: whole packs)
-  };
   uint64_t seed = 300;
-  for (const Case& test : cases) {
-    const int64_t c = test.logits[1];
-    const Tensor logits = parity_input(test.logits, ++seed, -4, 4);
-    const Tensor target = cycling_targets(test.target, c);
-    const Tensor weight = parity_input({c}, ++seed, 0.5, 2, false);
+  for (const CrossEntropyCase& test : cross_entropy_cases()) {
+    const Tensor input = parity_input(test.input_shape(), ++seed, -4, 4);
+    const Tensor weight = class_weight_tensor(test.classes(), DType::f32);
     for (bool weighted : {false, true})
-      for (double smoothing : {0.0, 0.1})
-        for (Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
-          INFO("logits " << shape_str(test.logits) << " weighted " << weighted << " smoothing "
-                         << smoothing << " reduction " << int(reduction));
-          require_parity(
-              [&](const std::vector<Tensor>& in) {
-                return cross_entropy(in[0], in[1], weighted ? in[2] : Tensor(),
-                                     {reduction, -100, smoothing});
-              },
-              {logits, target, weight});
-        }
+      for (int64_t ignore : kIgnoreIndices) {
+        const Tensor target = test.target_tensor(ignore);
+        for (double smoothing : kLabelSmoothings)
+          for (Reduction reduction : kLossReductions) {
+            INFO(test.name << ": weighted " << weighted << " ignore_index " << ignore
+                           << " smoothing " << smoothing << " reduction " << int(reduction));
+            require_parity(
+                [&](const std::vector<Tensor>& in) {
+                  const Tensor logits = test.logits_of(in[0]);
+                  if (test.misaligned) REQUIRE(logits.is_contiguous());
+                  return cross_entropy(logits, in[1], weighted ? in[2] : Tensor(),
+                                       {reduction, ignore, smoothing});
+                },
+                {input, target, weight});
+          }
+      }
   }
 }
 
 TEST_CASE("cuda nll_loss matches the CPU", "[cuda][cross_entropy]") {
-  const Tensor log_probs = parity_input({12, 7}, 351, -3, -0.1);
-  const Tensor target = cycling_targets({12}, 7);
-  for (Reduction reduction : {Reduction::none, Reduction::mean})
-    require_parity(
-        [&](const std::vector<Tensor>& in) {
-          return nll_loss(in[0], in[1], Tensor(), {reduction});
-        },
-        {log_probs, target});
+  uint64_t seed = 350;
+  for (const CrossEntropyCase& test : cross_entropy_cases()) {
+    const Tensor log_probs = parity_input(test.input_shape(), ++seed, -3, -0.1);
+    const Tensor weight = class_weight_tensor(test.classes(), DType::f32);
+    for (bool weighted : {false, true})
+      for (int64_t ignore : kIgnoreIndices) {
+        const Tensor target = test.target_tensor(ignore);
+        for (Reduction reduction : kLossReductions) {
+          INFO(test.name << ": weighted " << weighted << " ignore_index " << ignore << " reduction "
+                         << int(reduction));
+          require_parity(
+              [&](const std::vector<Tensor>& in) {
+                return nll_loss(test.logits_of(in[0]), in[1], weighted ? in[2] : Tensor(),
+                                {reduction, ignore});
+              },
+              {log_probs, target, weight});
+        }
+      }
+  }
 }
 
 TEST_CASE("cuda cross_entropy of equal huge logits keeps the digits of p",
@@ -108,19 +102,4 @@ TEST_CASE("cuda cross_entropy of equal huge logits keeps the digits of p",
     const std::vector<double> grad = x.grad().to(Device::cpu()).to_vector<double>();
     for (size_t i = 0; i < grad.size(); ++i) CHECK(std::abs(grad[i]) == Approx(0.5).epsilon(1e-6));
   }
-}
-
-TEST_CASE("cuda cross_entropy on rows not aligned to 16-byte packs", "[cuda][cross_entropy]") {
-  // [6, 64] logits through a contiguous view one element into its storage: whole packs per
-  // row, but misaligned, so the kernels read element by element.
-  const Tensor storage = parity_input({1 + 6 * 64}, 361, -4, 4);
-  const Tensor target = cycling_targets({6}, 64);
-  for (double smoothing : {0.0, 0.1})
-    require_parity(
-        [&](const std::vector<Tensor>& in) {
-          const Tensor logits = in[0].slice(0, 1, 1 + 6 * 64).view({6, 64});
-          REQUIRE(logits.is_contiguous());
-          return cross_entropy(logits, in[1], Tensor(), {Reduction::none, -100, smoothing});
-        },
-        {storage, target});
 }

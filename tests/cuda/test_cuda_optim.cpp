@@ -1,7 +1,8 @@
-// Fused optimizer updates and gradient clipping on CUDA against the CPU reference: f32, and
-// f16 / bf16 parameters stepping through fp32 masters (the CPU runs f32 on the same rounded
-// values); lists of many tensors of odd sizes (several launches, tensors across chunks);
-// the scaler's hook (inv_scale, found_inf on the device); a resume on the device.
+// Fused optimizer updates (every configuration of tests/cases/optim_cases.h) and gradient
+// clipping on CUDA against the CPU reference: f32, and f16 / bf16 parameters stepping through
+// fp32 masters (the CPU runs f32 on the same rounded values); lists of many tensors of odd
+// sizes (several launches, tensors across chunks); the scaler's hook (inv_scale, found_inf on
+// the device); a resume on the device.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "engine/optim/adamw.h"
 #include "engine/optim/clip_grad.h"
 #include "engine/optim/sgd.h"
+#include "tests/cases/optim_cases.h"
 #include "tests/cuda/parity_util.h"
 
 using namespace sonata;
@@ -83,49 +85,35 @@ void check_parity(const MakeOptimizer& make, DType dtype, int steps, uint64_t se
   }
 }
 
-std::unique_ptr<Optimizer> nesterov_sgd(std::vector<Tensor> params) {
-  return std::make_unique<SGD>(
-      std::move(params),
-      SgdOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-2, .nesterov = true});
-}
-std::unique_ptr<Optimizer> damped_sgd(std::vector<Tensor> params) {
-  return std::make_unique<SGD>(std::move(params),
-                               SgdOptions{.lr = 0.1, .momentum = 0.8, .dampening = 0.3});
-}
-std::unique_ptr<Optimizer> adamw(std::vector<Tensor> params) {
-  return std::make_unique<AdamW>(std::move(params),
-                                 AdamOptions{.lr = 1e-2, .beta2 = 0.99, .weight_decay = 0.1});
-}
-std::unique_ptr<Optimizer> adam_amsgrad(std::vector<Tensor> params) {
-  return std::make_unique<Adam>(std::move(params),
-                                AdamOptions{.lr = 1e-2, .weight_decay = 1e-2, .amsgrad = true});
+// Every CUDA dtype for one configuration of the table.
+void check_parity(const OptimizerCase& c) {
+  INFO(c.name);
+  const MakeOptimizer make = [&c](std::vector<Tensor> params) { return c.make(std::move(params)); };
+  for (DType dtype : kParityDTypes) check_parity(make, dtype, c.steps, c.seed);
 }
 
 }  // namespace
 
 TEST_CASE("cuda SGD matches the CPU over many tensors", "[cuda][optim]") {
-  for (DType dtype : kParityDTypes) {
-    check_parity(nesterov_sgd, dtype, 4, 100);
-    check_parity(damped_sgd, dtype, 3, 200);
-  }
+  for (const OptimizerCase& c : optimizer_cases())
+    if (c.kind == OptimizerCase::Kind::sgd) check_parity(c);
 }
 
 TEST_CASE("cuda Adam and AdamW match the CPU over many tensors", "[cuda][optim]") {
-  for (DType dtype : kParityDTypes) {
-    check_parity(adamw, dtype, 4, 300);
-    check_parity(adam_amsgrad, dtype, 3, 400);
-  }
+  for (const OptimizerCase& c : optimizer_cases())
+    if (c.kind != OptimizerCase::Kind::sgd) check_parity(c);
 }
 
 TEST_CASE("cuda steps unscale with inv_scale and skip on found_inf", "[cuda][optim]") {
   for (DType dtype : kParityDTypes) {
-    for (const MakeOptimizer& make : {MakeOptimizer(nesterov_sgd), MakeOptimizer(adamw)}) {
-      INFO("dtype " << dtype_name(dtype));
+    for (const char* name : {"nesterov SGD", "AdamW"}) {
+      const OptimizerCase& c = optimizer_case(name);
+      INFO("dtype " << dtype_name(dtype) << " " << c.name);
       const Tensor start = parity_input({70001}, 7, -1, 1, false);
       const Tensor grad = parity_input({70001}, 8, -1, 1, false).to(dtype).to(Device::cuda());
       auto run = [&](double grad_factor, const StepScaling& scaling) {
         const std::vector<Tensor> p = leaves({start}, dtype, Device::cuda());
-        auto optimizer = make(p);
+        auto optimizer = c.make(p);
         for (int s = 0; s < 3; ++s) {
           Tensor(p[0]).set_grad(mul(grad, grad_factor).to(dtype));
           optimizer->step(scaling);
@@ -153,7 +141,8 @@ TEST_CASE("cuda optimizers resume bitwise from their state dict", "[cuda][optim]
       grads.push_back(parity_input({sizes[i]}, 60 + i, -1, 1, false).to(dtype).to(Device::cuda()));
     }
     const std::vector<Tensor> straight = leaves(start, dtype, Device::cuda());
-    auto a = adam_amsgrad(straight);
+    const OptimizerCase& amsgrad = optimizer_case("Adam amsgrad");
+    auto a = amsgrad.make(straight);
     auto step = [&](Optimizer& optimizer, const std::vector<Tensor>& params, int s) {
       for (size_t i = 0; i < params.size(); ++i)
         Tensor(params[i]).set_grad(mul(grads[i], 1.0 + s).to(dtype));
@@ -166,7 +155,7 @@ TEST_CASE("cuda optimizers resume bitwise from their state dict", "[cuda][optim]
     for (auto& [name, tensor] : checkpoint.tensors) tensor = tensor.to(Device::cpu());
     std::vector<Tensor> resumed;
     for (const Tensor& p : straight) resumed.push_back(p.detach().clone().set_requires_grad(true));
-    auto b = adam_amsgrad(resumed);
+    auto b = amsgrad.make(resumed);
     b->load_state_dict(checkpoint);
     for (int s = 2; s < 4; ++s) {
       step(*a, straight, s);

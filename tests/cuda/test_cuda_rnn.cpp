@@ -1,6 +1,7 @@
-// LSTM / GRU cells and layers on CUDA against the CPU reference in f32, f16 and bf16:
-// the fused cells forward and backward (with masked samples), and a small ragged
-// bidirectional LSTM and GRU end to end (outputs, final states and input gradients).
+// LSTM / GRU cells and layers on CUDA against the CPU reference in f32, f16 and bf16: the
+// fused cells and sequences forward and backward over the tables in tests/cases/rnn_cases.h
+// (masked samples, both directions, with and without b_hh), and a small ragged bidirectional
+// LSTM and GRU end to end (outputs, final states and input gradients).
 #include <catch2/catch.hpp>
 
 #include <vector>
@@ -10,6 +11,7 @@
 #include "engine/ops/rnn_cell.h"
 #include "engine/ops/rnn_sequence.h"
 #include "models/layers/rnn.h"
+#include "tests/cases/rnn_cases.h"
 #include "tests/cuda/parity_util.h"
 
 using namespace sonata;
@@ -17,75 +19,103 @@ using namespace sonata::testing;
 
 namespace {
 
-// Sample 1 is inactive at step 2; odd sizes leave the grid-stride tail partly empty.
+// The layer test's ragged batch: sample 1 stops after 2 steps, odd sizes.
 const std::vector<int64_t> kLengths{4, 2, 3, 7, 1};
-constexpr int64_t kStep = 2, kBatch = 5, kHidden = 37;
-
-Tensor lengths_on(const Tensor& like) {
-  return from_vector(kLengths, {kBatch}, like.device());
-}
+constexpr int64_t kBatch = 5;
 
 }  // namespace
 
 TEST_CASE("cuda lstm_cell matches the CPU", "[cuda][rnn_cell][lstm]") {
-  const std::vector<Tensor> inputs{parity_input({kBatch, 4 * kHidden}, 11, -2, 2),
-                                   parity_input({kBatch, 4 * kHidden}, 12, -2, 2),
-                                   parity_input({kBatch, kHidden}, 13),
-                                   parity_input({kBatch, kHidden}, 14)};
-  require_parity(
-      [](const std::vector<Tensor>& in) {
-        const LstmState s = lstm_cell(in[0], in[1], in[2], in[3], lengths_on(in[0]), kStep);
-        return cat({s.h, s.c}, 1);
-      },
-      inputs);
-  require_parity(
-      [](const std::vector<Tensor>& in) { return lstm_cell(in[0], in[1], in[2], in[3]).h; },
-      inputs);
+  for (const RnnCellCase& test : rnn_cell_cases()) {
+    const std::vector<Tensor> inputs{parity_input({test.batch, 4 * test.hidden}, 11, -2, 2),
+                                     parity_input({test.batch, 4 * test.hidden}, 12, -2, 2),
+                                     parity_input({test.batch, test.hidden}, 13),
+                                     parity_input({test.batch, test.hidden}, 14)};
+    for (bool ragged : {false, true}) {
+      INFO(test.name << ", ragged " << ragged);
+      auto lengths = [&](const Tensor& like) {
+        return ragged ? test.lengths_tensor(like.device()) : Tensor();
+      };
+      require_parity(
+          [&](const std::vector<Tensor>& in) {
+            const LstmState s = lstm_cell(in[0], in[1], in[2], in[3], lengths(in[0]), test.step);
+            return cat({s.h, s.c}, 1);
+          },
+          inputs);
+      // Only h used: c's gradient never arrives.
+      require_parity(
+          [&](const std::vector<Tensor>& in) {
+            return lstm_cell(in[0], in[1], in[2], in[3], lengths(in[0]), test.step).h;
+          },
+          inputs);
+    }
+  }
 }
 
 TEST_CASE("cuda lstm_sequence matches the CPU in both directions", "[cuda][rnn_sequence]") {
-  constexpr int64_t kSteps = 7;  // kLengths' longest
-  const std::vector<Tensor> inputs{parity_input({kSteps, kBatch, 4 * kHidden}, 31, -2, 2),
-                                   parity_input({4 * kHidden, kHidden}, 32, -0.3, 0.3),
-                                   parity_input({kBatch, kHidden}, 33),
-                                   parity_input({kBatch, kHidden}, 34)};
-  for (const bool reverse : {false, true})
-    require_parity(
-        [reverse](const std::vector<Tensor>& in) {
-          const LstmSequence run =
-              lstm_sequence(in[0], in[1], in[2], in[3], lengths_on(in[0]), reverse);
-          return cat({run.output.reshape({-1}), run.h.reshape({-1}), run.c.reshape({-1})}, 0);
-        },
-        inputs);
+  for (const RnnSequenceCase& test : rnn_sequence_cases()) {
+    const std::vector<Tensor> inputs{
+        parity_input({test.steps, test.batch, 4 * test.hidden}, 31, -2, 2),
+        parity_input({4 * test.hidden, test.hidden}, 32, -0.3, 0.3),
+        parity_input({test.batch, test.hidden}, 33), parity_input({test.batch, test.hidden}, 34)};
+    for (const bool reverse : {false, true}) {
+      INFO(test.name << ", reverse " << reverse);
+      require_parity(
+          [&](const std::vector<Tensor>& in) {
+            const LstmSequence run = lstm_sequence(in[0], in[1], in[2], in[3],
+                                                   test.lengths_tensor(in[0].device()), reverse);
+            return cat({run.output.reshape({-1}), run.h.reshape({-1}), run.c.reshape({-1})}, 0);
+          },
+          inputs);
+      // Only the sequence output used: the final states' gradients never arrive.
+      require_parity(
+          [&](const std::vector<Tensor>& in) {
+            return lstm_sequence(in[0], in[1], in[2], in[3], test.lengths_tensor(in[0].device()),
+                                 reverse)
+                .output;
+          },
+          inputs);
+    }
+  }
 }
 
 TEST_CASE("cuda gru_sequence matches the CPU in both directions", "[cuda][rnn_sequence]") {
-  constexpr int64_t kSteps = 7;  // kLengths' longest
-  const std::vector<Tensor> inputs{parity_input({kSteps, kBatch, 3 * kHidden}, 41, -2, 2),
-                                   parity_input({3 * kHidden, kHidden}, 42, -0.3, 0.3),
-                                   parity_input({3 * kHidden}, 43),
-                                   parity_input({kBatch, kHidden}, 44)};
-  for (const bool reverse : {false, true})
-    require_parity(
-        [reverse](const std::vector<Tensor>& in) {
-          const GruSequence run =
-              gru_sequence(in[0], in[1], in[2], in[3], lengths_on(in[0]), reverse);
-          return cat({run.output.reshape({-1}), run.h.reshape({-1})}, 0);
-        },
-        inputs);
+  for (const RnnSequenceCase& test : rnn_sequence_cases()) {
+    for (const bool reverse : {false, true})
+      for (const bool bias : {true, false}) {
+        INFO(test.name << ", reverse " << reverse << " bias " << bias);
+        // b_hh last, left out when unused (its gradient would never arrive).
+        std::vector<Tensor> inputs{
+            parity_input({test.steps, test.batch, 3 * test.hidden}, 41, -2, 2),
+            parity_input({3 * test.hidden, test.hidden}, 42, -0.3, 0.3),
+            parity_input({test.batch, test.hidden}, 44)};
+        if (bias) inputs.push_back(parity_input({3 * test.hidden}, 43));
+        require_parity(
+            [&](const std::vector<Tensor>& in) {
+              const GruSequence run = gru_sequence(in[0], in[1], bias ? in[3] : Tensor(), in[2],
+                                                   test.lengths_tensor(in[0].device()), reverse);
+              return cat({run.output.reshape({-1}), run.h.reshape({-1})}, 0);
+            },
+            inputs);
+      }
+  }
 }
 
 TEST_CASE("cuda gru_cell matches the CPU", "[cuda][rnn_cell][gru]") {
-  const std::vector<Tensor> inputs{parity_input({kBatch, 3 * kHidden}, 21, -2, 2),
-                                   parity_input({kBatch, 3 * kHidden}, 22, -2, 2),
-                                   parity_input({kBatch, kHidden}, 23)};
-  require_parity(
-      [](const std::vector<Tensor>& in) {
-        return gru_cell(in[0], in[1], in[2], lengths_on(in[0]), kStep);
-      },
-      inputs);
-  require_parity([](const std::vector<Tensor>& in) { return gru_cell(in[0], in[1], in[2]); },
-                 inputs);
+  for (const RnnCellCase& test : rnn_cell_cases()) {
+    const std::vector<Tensor> inputs{parity_input({test.batch, 3 * test.hidden}, 21, -2, 2),
+                                     parity_input({test.batch, 3 * test.hidden}, 22, -2, 2),
+                                     parity_input({test.batch, test.hidden}, 23)};
+    for (bool ragged : {false, true}) {
+      INFO(test.name << ", ragged " << ragged);
+      require_parity(
+          [&](const std::vector<Tensor>& in) {
+            return gru_cell(in[0], in[1], in[2],
+                            ragged ? test.lengths_tensor(in[0].device()) : Tensor(), test.step);
+          },
+          inputs);
+    }
+  }
 }
 
 TEST_CASE("cuda rnn: LSTM and GRU layers match the CPU on a ragged batch", "[cuda][rnn]") {

@@ -1,9 +1,10 @@
-// CUDA against the CPU reference for views, copies, casts, joining and indexing, in f32,
-// f16 and bf16, forward and backward.
+// CUDA against the CPU reference for views, copies, casts, joining and indexing (the index ops
+// over the tables in tests/cases/index_cases.h), in f32, f16 and bf16, forward and backward.
 #include <catch2/catch.hpp>
 
 #include "base/determinism.h"
 #include "engine/ops.h"
+#include "tests/cases/index_cases.h"
 #include "tests/cases/view_cases.h"
 #include "tests/cuda/parity_util.h"
 
@@ -99,40 +100,32 @@ TEST_CASE("cat stack and split match the CPU", "[cuda][shape]") {
 }
 
 TEST_CASE("index_select gather and scatter_add match the CPU", "[cuda][index]") {
-  const Tensor select_index = index_input({2, 0, 2, 3}, {4});
-  for (int64_t dim : {0, 1}) {
-    INFO("index_select dim " << dim);
-    require_parity([&](const std::vector<Tensor>& in) { return index_select(in[0], dim, in[1]); },
-                   {parity_input({4, 4, 3}, 240), select_index});
+  uint64_t seed = 240;
+  for (const IndexSelectCase& test : index_select_cases()) {
+    INFO("index_select: " << test.name);
+    require_parity(
+        [&](const std::vector<Tensor>& in) {
+          return index_select(test.input_of(in[0]), test.dim, in[1]);
+        },
+        {parity_input(test.x, ++seed), test.index_tensor()});
   }
-  require_parity([](const std::vector<Tensor>& in) { return index_select(in[0].t(), -1, in[1]); },
-                 {parity_input({4, 3}, 241), select_index});
-  // Many repeats of few rows: the backward's atomic adds collide.
-  std::vector<int64_t> embedding_rows;
-  for (int64_t i = 0; i < 500; ++i) embedding_rows.push_back((i * 7) % 13);
-  require_parity([](const std::vector<Tensor>& in) { return index_select(in[0], 0, in[1]); },
-                 {parity_input({13, 40}, 242), index_input(embedding_rows, {500})});
-
-  require_parity([](const std::vector<Tensor>& in) { return gather(in[0], 1, in[1]); },
-                 {parity_input({3, 4}, 243), index_input({0, 0, 3, 1, 2, 1, 3, 3, 3}, {3, 3})});
-  require_parity([](const std::vector<Tensor>& in) { return gather(in[0], 0, in[1]); },
-                 {parity_input({4, 3}, 244), index_input({3, 0, 0, 1, 1, 2}, {2, 3})});
-  require_parity([](const std::vector<Tensor>& in) { return gather(in[0].t(), 1, in[1]); },
-                 {parity_input({4, 3}, 245), index_input({0, 3, 3, 2, 1, 0}, {3, 2})});
-
-  require_parity([](const std::vector<Tensor>& in) { return scatter_add(in[0], 0, in[2], in[1]); },
-                 {parity_input({3, 2}, 246), parity_input({4, 2}, 247),
-                  index_input({0, 2, 2, 2, 0, 1, 2, 0}, {4, 2})});
-  require_parity(
-      [](const std::vector<Tensor>& in) { return scatter_add(in[0], -1, in[2], in[1].t()); },
-      {parity_input({2, 5}, 248), parity_input({3, 2}, 249),
-       index_input({4, 4, 0, 1, 2, 4}, {2, 3})});
-  // Larger: every target of a row receives four sources, added by colliding atomics.
-  std::vector<int64_t> targets;
-  for (int64_t i = 0; i < 16 * 256; ++i) targets.push_back((i * 5) % 64);
-  require_parity(
-      [](const std::vector<Tensor>& in) { return scatter_add(in[0], 1, in[2], in[1]); },
-      {parity_input({16, 64}, 250), parity_input({16, 256}, 251), index_input(targets, {16, 256})});
+  for (const GatherCase& test : gather_cases()) {
+    INFO("gather: " << test.name);
+    require_parity(
+        [&](const std::vector<Tensor>& in) {
+          return gather(test.input_of(in[0]), test.dim, in[1]);
+        },
+        {parity_input(test.x, ++seed), test.index_tensor()});
+  }
+  for (const ScatterAddCase& test : scatter_add_cases()) {
+    INFO("scatter_add: " << test.name);
+    const Tensor x = parity_input(test.x, ++seed), src = parity_input(test.src, ++seed);
+    require_parity(
+        [&](const std::vector<Tensor>& in) {
+          return scatter_add(in[0], test.dim, in[2], test.src_of(in[1]));
+        },
+        {x, src, test.index_tensor()});
+  }
 }
 
 TEST_CASE("index_add and scatter_add on CUDA accumulate f16 and bf16 in fp32", "[cuda][index]") {

@@ -1,5 +1,7 @@
-// cross_entropy / nll_loss: values against std::exp / std::log loops, float64 gradient checks
-// over reductions, class weights, ignore_index and label smoothing, 1-D to 4-D logits.
+// cross_entropy / nll_loss: values against std::exp / std::log loops and float64 gradient
+// checks over the table in tests/cases/cross_entropy_cases.h (reductions, class weights,
+// ignore_index and label smoothing, 2-D to 4-D logits), and the named unbatched, bad-target and
+// huge-logit cases.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -10,14 +12,13 @@
 #include "base/error.h"
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
+#include "tests/cases/cross_entropy_cases.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace sonata;
 using namespace sonata::testing;
 
 namespace {
-
-constexpr Reduction kReductions[] = {Reduction::none, Reduction::sum, Reduction::mean};
 
 // The loss by hand over [N, C, inner] logits; returns per-position losses and fills the sum
 // of the target weights of non-ignored positions.
@@ -65,53 +66,43 @@ std::string message_of(const std::function<void()>& call) {
 }  // namespace
 
 TEST_CASE("cross_entropy equals the loss computed by hand", "[ops][cross_entropy]") {
-  struct Case {
-    Shape logits;
-    std::vector<int64_t> target;
-  };
-  const std::vector<Case> cases = {
-      {{5, 4}, {3, 0, -100, 1, 2}},
-      {{2, 3, 2, 2}, {0, 2, 1, -100, 2, 2, 0, 1}},
-      {{2, 3, 4}, {0, 1, 2, 0, -100, -100, 1, 2}},
-  };
-  for (const Case& test : cases) {
-    const int64_t n = test.logits[0], c = test.logits[1];
+  for (const CrossEntropyCase& test : cross_entropy_cases()) {
+    const int64_t n = test.logits[0], c = test.classes();
     const int64_t inner = shape_numel(test.logits) / (n * c);
-    Shape target_shape = test.logits;
-    target_shape.erase(target_shape.begin() + 1);
-    const Tensor logits = grad_input(test.logits, 801, -3, 3).detach();
-    const Tensor target = i64_tensor(test.target, target_shape);
+    const Tensor logits = test.logits_of(grad_input(test.input_shape(), 801, -3, 3).detach());
     const std::vector<double> z = values_of(logits);
     for (bool weighted : {false, true}) {
-      const std::vector<double> weight =
-          weighted ? std::vector<double>{0.5, 2.0, 1.25, 0.75} : std::vector<double>{};
-      const std::vector<double> w_used(weight.begin(), weight.begin() + (weighted ? c : 0));
-      const Tensor w = weighted ? f64_tensor(w_used, {c}) : Tensor();
-      for (double smoothing : {0.0, 0.15}) {
-        for (Reduction reduction : kReductions) {
-          INFO("logits " << shape_str(test.logits) << " weighted " << weighted << " smoothing "
-                         << smoothing << " reduction " << int(reduction));
-          double weight_sum = 0;
-          const std::vector<double> expected =
-              hand_losses(z, n, c, inner, test.target, w_used, -100, smoothing, weight_sum);
-          const Tensor loss = cross_entropy(logits, target, w, {reduction, -100, smoothing});
-          if (reduction == Reduction::none) {
-            CHECK(loss.shape() == target_shape);
-            const std::vector<double> actual = values_of(loss);
-            for (size_t i = 0; i < expected.size(); ++i)
-              CHECK(actual[i] == Approx(expected[i]).epsilon(1e-12).margin(1e-14));
-          } else {
-            CHECK(loss.dim() == 0);
-            CHECK(loss.item() ==
-                  Approx(reduce_by_hand(expected, weight_sum, reduction)).epsilon(1e-12));
+      const std::vector<double> w_used = weighted ? class_weights(c) : std::vector<double>{};
+      const Tensor w = weighted ? class_weight_tensor(c) : Tensor();
+      for (int64_t ignore : kIgnoreIndices) {
+        const std::vector<int64_t> target_values = test.target_values(ignore);
+        const Tensor target = test.target_tensor(ignore);
+        for (double smoothing : kLabelSmoothings) {
+          for (Reduction reduction : kLossReductions) {
+            INFO(test.name << ": weighted " << weighted << " ignore_index " << ignore
+                           << " smoothing " << smoothing << " reduction " << int(reduction));
+            double weight_sum = 0;
+            const std::vector<double> expected =
+                hand_losses(z, n, c, inner, target_values, w_used, ignore, smoothing, weight_sum);
+            const Tensor loss = cross_entropy(logits, target, w, {reduction, ignore, smoothing});
+            if (reduction == Reduction::none) {
+              CHECK(loss.shape() == test.target_shape());
+              const std::vector<double> actual = values_of(loss);
+              for (size_t i = 0; i < expected.size(); ++i)
+                CHECK(actual[i] == Approx(expected[i]).epsilon(1e-12).margin(1e-14));
+            } else {
+              CHECK(loss.dim() == 0);
+              CHECK(loss.item() ==
+                    Approx(reduce_by_hand(expected, weight_sum, reduction)).epsilon(1e-12));
+            }
+            const Tensor loss32 =
+                cross_entropy(logits.to(DType::f32), target, weighted ? w.to(DType::f32) : Tensor(),
+                              {reduction, ignore, smoothing});
+            CHECK(loss32.dtype() == DType::f32);
+            const std::vector<double> a = values_of(loss32), e = values_of(loss);
+            for (size_t i = 0; i < a.size(); ++i)
+              CHECK(a[i] == Approx(e[i]).epsilon(1e-5).margin(1e-6));
           }
-          const Tensor loss32 =
-              cross_entropy(logits.to(DType::f32), target, weighted ? w.to(DType::f32) : Tensor(),
-                            {reduction, -100, smoothing});
-          CHECK(loss32.dtype() == DType::f32);
-          const std::vector<double> a = values_of(loss32), e = values_of(loss);
-          for (size_t i = 0; i < a.size(); ++i)
-            CHECK(a[i] == Approx(e[i]).epsilon(1e-5).margin(1e-6));
         }
       }
     }
@@ -131,30 +122,24 @@ TEST_CASE("cross_entropy of one unbatched sample and a custom ignore_index",
 
 TEST_CASE("cross_entropy gradients over reductions, weights, ignore_index and smoothing",
           "[ops][cross_entropy][grad]") {
-  struct Case {
-    Shape logits;
-    std::vector<int64_t> target;
-  };
-  const std::vector<Case> cases = {
-      {{4, 3}, {2, -100, 0, 1}},
-      {{2, 3, 2, 2}, {0, 2, 1, -100, 2, 1, 0, 1}},
-  };
-  for (const Case& test : cases) {
-    Shape target_shape = test.logits;
-    target_shape.erase(target_shape.begin() + 1);
-    const Tensor logits = grad_input(test.logits, 811, -2, 2);
-    const Tensor target = i64_tensor(test.target, target_shape);
+  for (const CrossEntropyCase& test : cross_entropy_cases()) {
+    if (test.large) continue;
+    const Tensor input = grad_input(test.input_shape(), 811, -2, 2);
     for (bool weighted : {false, true}) {
-      const Tensor w = weighted ? f64_tensor({0.5, 2.0, 1.25}, {3}) : Tensor();
-      for (double smoothing : {0.0, 0.2, 1.0}) {
-        for (Reduction reduction : kReductions) {
-          INFO("logits " << shape_str(test.logits) << " weighted " << weighted << " smoothing "
-                         << smoothing << " reduction " << int(reduction));
-          require_gradients(
-              [&](const std::vector<Tensor>& in) {
-                return cross_entropy(in[0], target, w, {reduction, -100, smoothing});
-              },
-              {logits});
+      const Tensor w = weighted ? class_weight_tensor(test.classes()) : Tensor();
+      for (int64_t ignore : kIgnoreIndices) {
+        const Tensor target = test.target_tensor(ignore);
+        for (double smoothing : kLabelSmoothings) {
+          for (Reduction reduction : kLossReductions) {
+            INFO(test.name << ": weighted " << weighted << " ignore_index " << ignore
+                           << " smoothing " << smoothing << " reduction " << int(reduction));
+            require_gradients(
+                [&](const std::vector<Tensor>& in) {
+                  return cross_entropy(test.logits_of(in[0]), target, w,
+                                       {reduction, ignore, smoothing});
+                },
+                {input});
+          }
         }
       }
     }
@@ -163,22 +148,31 @@ TEST_CASE("cross_entropy gradients over reductions, weights, ignore_index and sm
 
 TEST_CASE("nll_loss on log_softmax equals cross_entropy, with its own gradient",
           "[ops][cross_entropy][grad]") {
-  const Tensor logits = grad_input({5, 4}, 821, -2, 2);
-  const Tensor target = i64_tensor({3, 0, -100, 1, 2}, {5});
-  const Tensor w = f64_tensor({0.5, 2.0, 1.25, 1.0}, {4});
-  for (Reduction reduction : kReductions) {
-    const std::vector<double> nll =
-        values_of(nll_loss(log_softmax(logits, 1), target, w, {reduction, -100}));
-    const std::vector<double> ce =
-        values_of(cross_entropy(logits, target, w, {reduction, -100, 0.0}));
-    REQUIRE(nll.size() == ce.size());
-    for (size_t i = 0; i < nll.size(); ++i) CHECK(nll[i] == Approx(ce[i]).epsilon(1e-13));
-    const Tensor log_probs = grad_input({5, 4}, 822, -3, -0.1);
-    require_gradients(
-        [&](const std::vector<Tensor>& in) {
-          return nll_loss(in[0], target, w, {reduction, -100});
-        },
-        {log_probs});
+  for (const CrossEntropyCase& test : cross_entropy_cases()) {
+    const Tensor logits = test.logits_of(grad_input(test.input_shape(), 821, -2, 2));
+    const Tensor log_probs = grad_input(test.input_shape(), 822, -3, -0.1);
+    for (bool weighted : {false, true}) {
+      const Tensor w = weighted ? class_weight_tensor(test.classes()) : Tensor();
+      for (int64_t ignore : kIgnoreIndices) {
+        const Tensor target = test.target_tensor(ignore);
+        for (Reduction reduction : kLossReductions) {
+          INFO(test.name << ": weighted " << weighted << " ignore_index " << ignore << " reduction "
+                         << int(reduction));
+          const std::vector<double> nll =
+              values_of(nll_loss(log_softmax(logits, 1), target, w, {reduction, ignore}));
+          const std::vector<double> ce =
+              values_of(cross_entropy(logits, target, w, {reduction, ignore, 0.0}));
+          REQUIRE(nll.size() == ce.size());
+          for (size_t i = 0; i < nll.size(); ++i) CHECK(nll[i] == Approx(ce[i]).epsilon(1e-13));
+          if (test.large) continue;
+          require_gradients(
+              [&](const std::vector<Tensor>& in) {
+                return nll_loss(test.logits_of(in[0]), target, w, {reduction, ignore});
+              },
+              {log_probs});
+        }
+      }
+    }
   }
 }
 

@@ -1,5 +1,6 @@
-// dropout: mask frequency and scaling, the mask against Philox draws made by hand, repeated
-// masks for a repeated generator state, evaluation identity, float64 gradient check.
+// dropout: mask frequency and scaling, the mask against Philox draws made by hand and the
+// float64 gradient check over the table in tests/cases/dropout_cases.h, repeated masks for a
+// repeated generator state, evaluation identity.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include "engine/ops.h"
 #include "engine/ops/dropout.h"
 #include "engine/random.h"
+#include "tests/cases/dropout_cases.h"
 #include "tests/ops/op_test_util.h"
 
 using namespace sonata;
@@ -36,17 +38,21 @@ TEST_CASE("dropout keeps about 1 - p of the elements, scaled by 1 / (1 - p)", "[
 
 TEST_CASE("dropout keeps element e when the Philox draw of the element mapping is >= p",
           "[ops][dropout]") {
-  const int64_t n = 37;  // not a multiple of 4: the last block is partial
-  const double p = 0.4;
-  Generator generator(9, 2);
-  generator.set_offset(5);
-  const Tensor x = grad_input({n}, 901, 0.5, 1.5).detach();
-  const std::vector<double> xv = values_of(x);
-  const std::vector<double> y = values_of(dropout(x, p, true, &generator));
-  for (int64_t e = 0; e < n; ++e) {
-    const Philox4 bits = philox_block(9, 2, 5 + uint64_t(e / 4));
-    const bool kept = philox_uniform(bits.v[e % 4]) >= float(p);
-    CHECK(y[size_t(e)] == Approx(kept ? xv[size_t(e)] / (1 - p) : 0.0).epsilon(1e-15));
+  for (const DropoutCase& test : dropout_cases()) {
+    INFO(test.name << ", p " << test.p);
+    const double p = test.p;
+    Generator generator(9, 2);
+    generator.set_offset(5);
+    const Tensor x = test.input_of(grad_input(test.shape, 901, 0.5, 1.5).detach());
+    const int64_t n = x.numel();
+    const std::vector<double> xv = values_of(x);
+    const std::vector<double> y = values_of(dropout(x, p, true, &generator));
+    CHECK(generator.offset() == 5 + uint64_t((n + 3) / 4));
+    for (int64_t e = 0; e < n; ++e) {
+      const Philox4 bits = philox_block(9, 2, 5 + uint64_t(e / 4));
+      const bool kept = philox_uniform(bits.v[e % 4]) >= float(p);
+      CHECK(y[size_t(e)] == Approx(kept ? xv[size_t(e)] / (1 - p) : 0.0).epsilon(1e-15));
+    }
   }
 }
 
@@ -80,12 +86,17 @@ TEST_CASE("dropout is the identity in evaluation or for p = 0, zeros for p = 1",
 }
 
 TEST_CASE("dropout gradients use the forward's mask", "[ops][dropout][grad]") {
-  Tensor x = grad_input({3, 7}, 931);
-  for (double p : {0.25, 0.6})
-    require_gradients([&](const std::vector<Tensor>& in) { return dropout(in[0], p, true); }, {x});
+  for (const DropoutCase& test : dropout_cases()) {
+    if (test.large) continue;
+    INFO(test.name << ", p " << test.p);
+    const Tensor x = grad_input(test.shape, 931);
+    require_gradients(
+        [&](const std::vector<Tensor>& in) { return dropout(test.input_of(in[0]), test.p, true); },
+        {x});
+  }
   // The gradient is the mask times the scale, exactly.
+  Tensor x = grad_input({3, 7}, 931);
   Generator generator(13);
-  x.set_grad(Tensor());
   const Tensor y = dropout(x, 0.25, true, &generator);
   sum(y).backward();
   const std::vector<double> yv = values_of(y), g = values_of(x.grad()), xv = values_of(x);

@@ -1,6 +1,7 @@
-// lstm_sequence and gru_sequence: a whole LSTM / GRU direction as one node, held to finite
-// differences (float64) and to the per-step composition it replaces (matmul + cell each
-// step), forward and backward, in both directions, with ragged lengths and initial states.
+// lstm_sequence and gru_sequence over the table in tests/cases/rnn_cases.h: a whole LSTM / GRU
+// direction as one node, held to finite differences (float64) and to the per-step composition
+// it replaces (matmul + cell each step), forward and backward, in both directions, with ragged
+// lengths and initial states.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -10,6 +11,7 @@
 #include "engine/ops/rnn_cell.h"
 #include "engine/ops/rnn_sequence.h"
 #include "engine/random.h"
+#include "tests/cases/rnn_cases.h"
 #include "tests/ops/op_test_util.h"
 #include "tests/support/grad_check.h"
 #include "tests/support/tensor_compare.h"
@@ -19,14 +21,13 @@ using namespace sonata::testing;
 
 namespace {
 
-constexpr int64_t kSteps = 5, kBatch = 3, kHidden = 4;
-
 // The per-step composition, as the layer ran before the fused node.
 LstmSequence step_by_step(const Tensor& gates_x, const Tensor& weight_hh, Tensor h, Tensor c,
                           const Tensor& lengths, bool reverse) {
-  std::vector<Tensor> outputs(static_cast<size_t>(kSteps));
-  for (int64_t s = 0; s < kSteps; ++s) {
-    const int64_t t = reverse ? kSteps - 1 - s : s;
+  const int64_t steps = gates_x.size(0);
+  std::vector<Tensor> outputs(static_cast<size_t>(steps));
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t t = reverse ? steps - 1 - s : s;
     const LstmState next =
         lstm_cell(gates_x.select(0, t), matmul(h, weight_hh.t()), h, c, lengths, t);
     h = next.h;
@@ -63,22 +64,22 @@ void check_same_as_composition(const std::function<std::vector<Tensor>()>& make_
   }
 }
 
-std::vector<Tensor> leaves() {
-  return {grad_input({kSteps, kBatch, 4 * kHidden}, 1, -1.5, 1.5),
-          grad_input({4 * kHidden, kHidden}, 2, -0.6, 0.6), grad_input({kBatch, kHidden}, 3),
-          grad_input({kBatch, kHidden}, 4)};
+std::vector<Tensor> leaves(const RnnSequenceCase& c) {
+  return {grad_input({c.steps, c.batch, 4 * c.hidden}, 1, -1.5, 1.5),
+          grad_input({4 * c.hidden, c.hidden}, 2, -0.6, 0.6), grad_input({c.batch, c.hidden}, 3),
+          grad_input({c.batch, c.hidden}, 4)};
 }
 
 }  // namespace
 
 TEST_CASE("lstm_sequence gradients (float64): both directions, ragged, initial states",
           "[lstm][rnn_sequence]") {
-  const std::vector<Tensor> inputs = leaves();
-  for (const bool reverse : {false, true})
-    for (const bool ragged : {false, true}) {
-      INFO("reverse " << reverse << " ragged " << ragged);
-      // Sample 1 stops after 2 steps, sample 2 never starts.
-      const Tensor lengths = ragged ? i64_tensor({kSteps, 2, 0}, {kBatch}) : Tensor();
+  for (const RnnSequenceCase& test : rnn_sequence_cases()) {
+    if (test.large) continue;
+    const std::vector<Tensor> inputs = leaves(test);
+    const Tensor lengths = test.lengths_tensor();
+    for (const bool reverse : {false, true}) {
+      INFO(test.name << ", reverse " << reverse);
       const GradCheckResult all = check_gradients(
           [&](const std::vector<Tensor>& x) {
             return all_outputs(lstm_sequence(x[0], x[1], x[2], x[3], lengths, reverse));
@@ -95,26 +96,29 @@ TEST_CASE("lstm_sequence gradients (float64): both directions, ragged, initial s
       INFO(output_only.report);
       CHECK(output_only.ok);
     }
+  }
 }
 
 TEST_CASE("lstm_sequence equals the per-step composition, values and gradients",
           "[lstm][rnn_sequence]") {
-  const Tensor lengths = i64_tensor({3, kSteps, 1}, {kBatch});
-  for (const bool reverse : {false, true}) {
-    INFO("reverse " << reverse);
-    check_same_as_composition(
-        leaves,
-        [&](const std::vector<Tensor>& x) {
-          return all_outputs(lstm_sequence(x[0], x[1], x[2], x[3], lengths, reverse));
-        },
-        [&](const std::vector<Tensor>& x) {
-          return all_outputs(step_by_step(x[0], x[1], x[2], x[3], lengths, reverse));
-        });
+  for (const RnnSequenceCase& test : rnn_sequence_cases()) {
+    const Tensor lengths = test.lengths_tensor();
+    for (const bool reverse : {false, true}) {
+      INFO(test.name << ", reverse " << reverse);
+      check_same_as_composition(
+          [&] { return leaves(test); },
+          [&](const std::vector<Tensor>& x) {
+            return all_outputs(lstm_sequence(x[0], x[1], x[2], x[3], lengths, reverse));
+          },
+          [&](const std::vector<Tensor>& x) {
+            return all_outputs(step_by_step(x[0], x[1], x[2], x[3], lengths, reverse));
+          });
+    }
   }
 }
 
 TEST_CASE("lstm_sequence rejects mismatched shapes naming them", "[rnn_sequence]") {
-  const std::vector<Tensor> x = leaves();
+  const std::vector<Tensor> x = leaves(rnn_sequence_cases()[0]);
   CHECK_THROWS_WITH(lstm_sequence(x[0], x[1].slice(0, 0, 8), x[2], x[3]),
                     Catch::Contains("weight_hh must be [16, 4]"));
   CHECK_THROWS_WITH(lstm_sequence(x[0].slice(2, 0, 8), x[1], x[2], x[3]),
@@ -127,9 +131,10 @@ namespace {
 
 GruSequence gru_step_by_step(const Tensor& gates_x, const Tensor& weight_hh, const Tensor& bias_hh,
                              Tensor h, const Tensor& lengths, bool reverse) {
-  std::vector<Tensor> outputs(static_cast<size_t>(kSteps));
-  for (int64_t s = 0; s < kSteps; ++s) {
-    const int64_t t = reverse ? kSteps - 1 - s : s;
+  const int64_t steps = gates_x.size(0);
+  std::vector<Tensor> outputs(static_cast<size_t>(steps));
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t t = reverse ? steps - 1 - s : s;
     const Tensor gates_h =
         bias_hh.defined() ? addmm(bias_hh, h, weight_hh.t()) : matmul(h, weight_hh.t());
     h = gru_cell(gates_x.select(0, t), gates_h, h, lengths, t);
@@ -138,22 +143,23 @@ GruSequence gru_step_by_step(const Tensor& gates_x, const Tensor& weight_hh, con
   return {stack(outputs, 0), h};
 }
 
-std::vector<Tensor> gru_leaves() {
-  return {grad_input({kSteps, kBatch, 3 * kHidden}, 5, -1.5, 1.5),
-          grad_input({3 * kHidden, kHidden}, 6, -0.6, 0.6), grad_input({3 * kHidden}, 7),
-          grad_input({kBatch, kHidden}, 8)};
+std::vector<Tensor> gru_leaves(const RnnSequenceCase& c) {
+  return {grad_input({c.steps, c.batch, 3 * c.hidden}, 5, -1.5, 1.5),
+          grad_input({3 * c.hidden, c.hidden}, 6, -0.6, 0.6), grad_input({3 * c.hidden}, 7),
+          grad_input({c.batch, c.hidden}, 8)};
 }
 
 }  // namespace
 
 TEST_CASE("gru_sequence gradients (float64): both directions, ragged, with and without b_hh",
           "[gru][rnn_sequence]") {
-  const std::vector<Tensor> inputs = gru_leaves();
-  for (const bool reverse : {false, true})
-    for (const bool ragged : {false, true})
+  for (const RnnSequenceCase& test : rnn_sequence_cases()) {
+    if (test.large) continue;
+    const std::vector<Tensor> inputs = gru_leaves(test);
+    const Tensor lengths = test.lengths_tensor();
+    for (const bool reverse : {false, true})
       for (const bool bias : {true, false}) {
-        INFO("reverse " << reverse << " ragged " << ragged << " bias " << bias);
-        const Tensor lengths = ragged ? i64_tensor({kSteps, 2, 0}, {kBatch}) : Tensor();
+        INFO(test.name << ", reverse " << reverse << " bias " << bias);
         const GradCheckResult result = check_gradients(
             [&](const std::vector<Tensor>& x) {
               const GruSequence run =
@@ -164,26 +170,29 @@ TEST_CASE("gru_sequence gradients (float64): both directions, ragged, with and w
         INFO(result.report);
         CHECK(result.ok);
       }
+  }
 }
 
 TEST_CASE("gru_sequence equals the per-step composition, values and gradients",
           "[gru][rnn_sequence]") {
-  const Tensor lengths = i64_tensor({3, kSteps, 1}, {kBatch});
   auto outputs = [](const GruSequence& run) {
     return cat({run.output.reshape({-1}), run.h.reshape({-1})}, 0);
   };
-  for (const bool reverse : {false, true}) {
-    INFO("reverse " << reverse);
-    check_same_as_composition(
-        gru_leaves,
-        [&](const std::vector<Tensor>& x) {
-          return outputs(gru_sequence(x[0], x[1], x[2], x[3], lengths, reverse));
-        },
-        [&](const std::vector<Tensor>& x) {
-          return outputs(gru_step_by_step(x[0], x[1], x[2], x[3], lengths, reverse));
-        });
+  for (const RnnSequenceCase& test : rnn_sequence_cases()) {
+    const Tensor lengths = test.lengths_tensor();
+    for (const bool reverse : {false, true}) {
+      INFO(test.name << ", reverse " << reverse);
+      check_same_as_composition(
+          [&] { return gru_leaves(test); },
+          [&](const std::vector<Tensor>& x) {
+            return outputs(gru_sequence(x[0], x[1], x[2], x[3], lengths, reverse));
+          },
+          [&](const std::vector<Tensor>& x) {
+            return outputs(gru_step_by_step(x[0], x[1], x[2], x[3], lengths, reverse));
+          });
+    }
   }
-  const std::vector<Tensor> x = gru_leaves();
+  const std::vector<Tensor> x = gru_leaves(rnn_sequence_cases()[0]);
   CHECK_THROWS_WITH(gru_sequence(x[0], x[1], x[2].slice(0, 0, 4), x[3]),
                     Catch::Contains("bias_hh must be [12]"));
 }

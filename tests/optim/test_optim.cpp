@@ -1,7 +1,8 @@
 // SGD, Adam and AdamW against torch.optim (tests/fixtures/optim, written by
 // tests/fixtures/make_optim.py): every parameter after every step and the final state, f64
 // within 1e-12 and f32 within 1e-6 (relative, scaled by max(|expected|, 1)). Then the state
-// dict: a resume from a checkpoint continues bitwise as the uninterrupted run.
+// dict: a resume from a checkpoint continues bitwise as the uninterrupted run; and every
+// configuration of tests/cases/optim_cases.h against the update written with tensor ops.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "engine/optim/param_groups.h"
 #include "engine/optim/sgd.h"
 #include "engine/random.h"
+#include "tests/cases/optim_cases.h"
 #include "tests/support/text_fixture.h"
 
 using namespace sonata;
@@ -365,25 +367,65 @@ TEST_CASE("the scaler's hook unscales gradients and skips steps on the CPU", "[o
                     Catch::Contains("inv_scale must be one f32 element"));
 }
 
-TEST_CASE("large parameters take the parallel path and match a composition of ops", "[optim]") {
-  // Above the OpenMP grain, with every SGD option on; the reference is the update written
-  // with tensor ops, in torch's order.
-  manual_seed(11);
-  const int64_t n = 100003;
-  const Tensor start = randn({n}, TensorOptions{}.with(DType::f64));
-  Tensor p = start.clone().set_requires_grad(true);
-  SGD sgd({p}, SgdOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
-  Tensor expected = start.clone(), buf;
-  for (int s = 0; s < 3; ++s) {
-    const Tensor g = randn({n}, TensorOptions{}.with(DType::f64));
-    p.set_grad(g);
-    sgd.step();
-    const Tensor d = add(g, mul(expected, 0.01));
-    buf = s == 0 ? d : add(mul(buf, 0.9), d);
-    expected = add(expected, mul(add(d, mul(buf, 0.9)), -0.05));
+namespace {
+
+// One step of `c` written with tensor ops in torch's order; `state` holds the buffers it
+// keeps (SGD's momentum; Adam's m, v and the running max of v).
+struct ReferenceState {
+  Tensor buf, m, v, v_max;
+};
+
+Tensor reference_step(const OptimizerCase& c, const Tensor& p, const Tensor& g,
+                      ReferenceState& state, int step) {
+  if (c.kind == OptimizerCase::Kind::sgd) {
+    const SgdOptions& o = c.sgd;
+    Tensor d = o.weight_decay != 0 ? add(g, mul(p, o.weight_decay)) : g;
+    if (o.momentum != 0) {
+      state.buf = step == 1 ? d : add(mul(state.buf, o.momentum), mul(d, 1 - o.dampening));
+      d = o.nesterov ? add(d, mul(state.buf, o.momentum)) : state.buf;
+    }
+    return add(p, mul(d, -o.lr));
   }
-  const std::vector<double> got = p.to_vector<double>(), want = expected.to_vector<double>();
-  for (int64_t i = 0; i < n; ++i) REQUIRE(std::abs(got[size_t(i)] - want[size_t(i)]) <= 1e-14);
+  const AdamOptions& o = c.adam;
+  const bool decoupled = c.kind == OptimizerCase::Kind::adamw;
+  Tensor x = decoupled ? mul(p, 1 - o.lr * o.weight_decay) : p;
+  const Tensor d = !decoupled && o.weight_decay != 0 ? add(g, mul(p, o.weight_decay)) : g;
+  state.m = step == 1 ? mul(d, 1 - o.beta1) : add(mul(state.m, o.beta1), mul(d, 1 - o.beta1));
+  const Tensor d2 = mul(mul(d, d), 1 - o.beta2);
+  state.v = step == 1 ? d2 : add(mul(state.v, o.beta2), d2);
+  Tensor second = state.v;
+  if (o.amsgrad) {
+    state.v_max = step == 1 ? state.v : maximum(state.v_max, state.v);
+    second = state.v_max;
+  }
+  const double bias1 = 1 - std::pow(o.beta1, step), bias2 = 1 - std::pow(o.beta2, step);
+  const Tensor denom = add(mul(sqrt(second), 1 / std::sqrt(bias2)), o.eps);
+  return add(x, mul(div(state.m, denom), -o.lr / bias1));
+}
+
+}  // namespace
+
+TEST_CASE("large parameters take the parallel path and match a composition of ops", "[optim]") {
+  // Above the OpenMP grain, every configuration of the table; the reference is the update
+  // written with tensor ops, in torch's order.
+  for (const OptimizerCase& c : optimizer_cases()) {
+    INFO(c.name);
+    manual_seed(11);
+    const int64_t n = 100003;
+    const Tensor start = randn({n}, TensorOptions{}.with(DType::f64));
+    Tensor p = start.clone().set_requires_grad(true);
+    auto optimizer = c.make({p});
+    Tensor expected = start.clone();
+    ReferenceState state;
+    for (int s = 1; s <= c.steps; ++s) {
+      const Tensor g = randn({n}, TensorOptions{}.with(DType::f64));
+      p.set_grad(g);
+      optimizer->step();
+      expected = reference_step(c, expected, g, state, s);
+    }
+    const std::vector<double> got = p.to_vector<double>(), want = expected.to_vector<double>();
+    for (int64_t i = 0; i < n; ++i) REQUIRE(std::abs(got[size_t(i)] - want[size_t(i)]) <= 1e-14);
+  }
 }
 
 TEST_CASE("half-precision parameters are refused on the CPU with a reason", "[optim]") {
