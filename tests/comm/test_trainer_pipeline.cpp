@@ -22,6 +22,7 @@
 #include "tests/comm/comm_group.h"
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
+#include "tests/support/tiny_ds2.h"
 #include "tools/trainer/class_task.h"
 #include "tools/trainer/speech_task.h"
 #include "tools/trainer/train_loop.h"
@@ -34,19 +35,12 @@ using sonata::testing::shared_comm_group;
 namespace {
 
 TrainerOptions tiny_ds2(const std::string& train, const std::string& corpus) {
-  TrainerOptions options;
-  options.model = "ds2";
-  options.model_config = {{"conv-channels", "4"}, {"hidden", "16"}, {"layers", "1"}};
-  options.features.n_mels = 40;
-  options.train_manifest = train;
-  options.batch_size = 2;
+  TrainerOptions options = sonata::testing::tiny_ds2_options(train);
   options.accum_steps = 2;  // --micro-batches 2
   options.epochs = 2;
   options.optimizer = "sgd";
   options.lr = 5e-2;
-  options.progress = "none";
   options.log_every = 1;
-  options.workers = 1;
   options.metrics = corpus + "/metrics.jsonl";
   return options;
 }

@@ -24,8 +24,10 @@
 #include "engine/io/safetensors.h"
 #include "engine/ops.h"
 #include "engine/random.h"
+#include "tests/support/error_of.h"
 
 using namespace sonata;
+using sonata::testing::error_of;
 namespace fs = std::filesystem;
 
 namespace {
@@ -100,15 +102,6 @@ std::set<std::string> entries(const std::string& folder) {
 
 std::string link_target(const std::string& path) {
   return fs::read_symlink(path).string();
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

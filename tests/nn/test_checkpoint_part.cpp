@@ -19,8 +19,10 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/ops.h"
 #include "engine/random.h"
+#include "tests/support/error_of.h"
 
 using namespace sonata;
+using sonata::testing::error_of;
 namespace fs = std::filesystem;
 
 namespace {
@@ -66,15 +68,6 @@ std::vector<std::string> names_of(const NamedTensors& tensors) {
   std::vector<std::string> names;
   for (const auto& [name, tensor] : tensors) names.push_back(name);
   return names;
-}
-
-std::string error_of(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace

@@ -19,8 +19,10 @@
 #include "engine/io/crc32c.h"
 #include "engine/io/safetensors.h"
 #include "engine/ops.h"
+#include "tests/support/error_of.h"
 
 using namespace sonata;
+using sonata::testing::error_of;
 
 namespace {
 
@@ -79,15 +81,6 @@ std::vector<uint8_t> laid_out_file() {
   const size_t at = 8 + header.find("00000000");
   std::memcpy(bytes.data() + at, digits, 8);
   return bytes;
-}
-
-std::string error_of(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace

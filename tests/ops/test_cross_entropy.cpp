@@ -14,6 +14,7 @@
 #include "engine/ops/loss.h"
 #include "tests/cases/cross_entropy_cases.h"
 #include "tests/ops/op_test_util.h"
+#include "tests/support/error_of.h"
 
 using namespace sonata;
 using namespace sonata::testing;
@@ -52,15 +53,6 @@ double reduce_by_hand(const std::vector<double>& losses, double weight_sum, Redu
   double total = 0;
   for (double l : losses) total += l;
   return reduction == Reduction::sum ? total : total / weight_sum;
-}
-
-std::string message_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace
@@ -179,23 +171,23 @@ TEST_CASE("nll_loss on log_softmax equals cross_entropy, with its own gradient",
 TEST_CASE("cross_entropy rejects bad targets naming the class and position",
           "[ops][cross_entropy]") {
   const Tensor logits = zeros({2, 3, 2});
-  CHECK_THAT(message_of([&] {
+  CHECK_THAT(error_of([&] {
                cross_entropy(logits, i64_tensor({0, 1, 3, 2}, {2, 2}));
              }),
              Catch::Contains("target[1, 0] = 3 is not a class index in [0, 3)"));
-  CHECK_THAT(message_of([&] {
+  CHECK_THAT(error_of([&] {
                cross_entropy(logits, i64_tensor({0, 1}, {2}));
              }),
              Catch::Contains("target must have shape [2, 2]"));
-  CHECK_THAT(message_of([&] {
+  CHECK_THAT(error_of([&] {
                cross_entropy(logits, zeros({2, 2}));
              }),
              Catch::Contains("i64 class indices"));
-  CHECK_THAT(message_of([&] {
+  CHECK_THAT(error_of([&] {
                cross_entropy(logits, zeros({2, 2}, TensorOptions{}.with(DType::i64)), ones({2}));
              }),
              Catch::Contains("weight must have shape [3]"));
-  CHECK_THAT(message_of([&] {
+  CHECK_THAT(error_of([&] {
                cross_entropy(logits, zeros({2, 2}, TensorOptions{}.with(DType::i64)), Tensor(),
                              {Reduction::mean, -100, 1.5});
              }),
