@@ -6,33 +6,31 @@ namespace sonata {
 namespace {
 
 void check_range(const LayerSequence& layers, LayerRange range) {
-  SONATA_CHECK(range.begin <= range.end && range.end <= layers.size(), "layers [",
-               range.begin, ", ", range.end, ") lie outside the model's ", layers.size(),
-               " layers");
+  SONATA_CHECK(range.begin <= range.end && range.end <= layers.size(), "layers [", range.begin,
+               ", ", range.end, ") lie outside the model's ", layers.size(), " layers");
 }
 
-void append_prefixed(const std::string& prefix, const NamedTensors& tensors, NamedTensors& out) {
-  for (const auto& [name, tensor] : tensors) out.emplace_back(prefix + "." + name, tensor);
+// The tensors `of_module` gives for each module of the layers in `range`, named as in the
+// whole model.
+template <typename OfModule>
+NamedTensors collect(const LayerSequence& layers, LayerRange range, OfModule&& of_module) {
+  check_range(layers, range);
+  NamedTensors out;
+  for (size_t i = range.begin; i < range.end; ++i)
+    for (const auto& [prefix, module] : layers[i].modules)
+      for (const auto& [name, tensor] : of_module(*module))
+        out.emplace_back(prefix + "." + name, tensor);
+  return out;
 }
 
 }  // namespace
 
 NamedTensors layer_parameters(const LayerSequence& layers, LayerRange range) {
-  check_range(layers, range);
-  NamedTensors out;
-  for (size_t i = range.begin; i < range.end; ++i)
-    for (const auto& [prefix, module] : layers[i].modules)
-      append_prefixed(prefix, module->named_parameters(), out);
-  return out;
+  return collect(layers, range, [](const Module& module) { return module.named_parameters(); });
 }
 
 NamedTensors layer_state_dict(const LayerSequence& layers, LayerRange range) {
-  check_range(layers, range);
-  NamedTensors out;
-  for (size_t i = range.begin; i < range.end; ++i)
-    for (const auto& [prefix, module] : layers[i].modules)
-      append_prefixed(prefix, module->state_dict(), out);
-  return out;
+  return collect(layers, range, [](const Module& module) { return module.state_dict(); });
 }
 
 std::vector<double> layer_parameter_bytes(const LayerSequence& layers) {
