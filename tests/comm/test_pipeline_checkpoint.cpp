@@ -20,6 +20,7 @@
 #include "engine/random.h"
 #include "tests/comm/comm_group.h"
 #include "tests/support/letters_corpus.h"
+#include "tests/support/tiny_ds2.h"
 #include "tools/trainer/pipeline_parallel.h"
 #include "tools/trainer/speech_task.h"
 
@@ -79,9 +80,7 @@ TEST_CASE(
     whole_model.emplace_back(name, empty(tensor.shape(), tensor.options()));
 
   PipelineParallel pipeline(options, task, shared_comm_group(), cpu,
-                            [&](const LayerValue& output, const std::vector<Tensor>& tensors) {
-                              return task.pipeline_loss(output, tensors, cpu);
-                            });
+                            sonata::testing::task_pipeline_loss(task, cpu));
   AdamW optimizer(pipeline.stage_param_groups(weight_decay_groups(task.model(), 0.01)),
                   AdamOptions{.lr = 1e-3});
   pipeline.start_training();

@@ -48,9 +48,7 @@ TEST_CASE("pipeline stages hold only their own parameters, gradients and optimiz
   const int64_t whole_parameter_bytes = named_tensor_bytes(task.model().named_parameters());
 
   PipelineParallel pipeline(options, task, shared_comm_group(), cpu,
-                            [&](const LayerValue& output, const std::vector<Tensor>& tensors) {
-                              return task.pipeline_loss(output, tensors, cpu);
-                            });
+                            sonata::testing::task_pipeline_loss(task, cpu));
   AdamW optimizer(pipeline.stage_param_groups(weight_decay_groups(task.model(), 0.01)),
                   AdamOptions{.lr = 1e-3});
   pipeline.start_training();

@@ -22,4 +22,10 @@ TrainerOptions tiny_ds2_options(const std::string& train_manifest) {
   return options;
 }
 
+PipelineLoss task_pipeline_loss(Task& task, Device device) {
+  return [&task, device](const LayerValue& output, const std::vector<Tensor>& targets) {
+    return task.pipeline_loss(output, targets, device);
+  };
+}
+
 }  // namespace sonata::testing

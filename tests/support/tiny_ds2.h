@@ -4,6 +4,8 @@
 // corpus (tests/support/letters_corpus.h). Tests set what they vary on top.
 #include <string>
 
+#include "comm/pipeline/pipeline.h"
+#include "tools/trainer/task.h"
 #include "tools/trainer/trainer_options.h"
 
 namespace sonata::testing {
@@ -13,5 +15,9 @@ namespace sonata::testing {
 std::string rank_corpus_folder(const std::string& job_folder, int rank);
 
 TrainerOptions tiny_ds2_options(const std::string& train_manifest);
+
+// The last stage's loss as the pipeline tests hand it to PipelineParallel: the task's
+// pipeline_loss, unscaled. `task` must outlive the pipeline.
+PipelineLoss task_pipeline_loss(Task& task, Device device);
 
 }  // namespace sonata::testing
