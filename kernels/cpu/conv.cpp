@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/nvtx.h"
+#include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/gemm.h"
 
@@ -146,10 +147,23 @@ void require_nchw(const Conv2dShape& s) {
                "sonata::cpu::conv2d: the CPU kernels take NCHW tensors, not channels-last");
 }
 
+// `automatic` made definite. Both algorithms take every NCHW shape; the choice is speed.
+CpuConvAlgorithm resolve(const Conv2dShape& s, ConvPass pass, CpuConvAlgorithm algorithm) {
+  if (algorithm == CpuConvAlgorithm::automatic) return conv2d_algorithm(s, pass);
+  return algorithm;
+}
+
 }  // namespace
 
-size_t conv2d_workspace_bytes(DType dtype, const Conv2dShape& shape, ConvPass) {
+CpuConvAlgorithm conv2d_algorithm(const Conv2dShape& shape, ConvPass pass) {
+  return direct_conv::suits(shape, pass) ? CpuConvAlgorithm::direct : CpuConvAlgorithm::im2col_gemm;
+}
+
+size_t conv2d_workspace_bytes(DType dtype, const Conv2dShape& shape, ConvPass pass,
+                              CpuConvAlgorithm algorithm) {
   require_nchw(shape);
+  if (resolve(shape, pass, algorithm) == CpuConvAlgorithm::direct)
+    return direct_conv::workspace_bytes(dtype, shape, pass);
   const size_t per_image = size_t(elements_per_image(shape)) * dtype_size(dtype);
   if (per_image == 0) return 0;
   const int64_t images =
@@ -158,9 +172,12 @@ size_t conv2d_workspace_bytes(DType dtype, const Conv2dShape& shape, ConvPass) {
 }
 
 void conv2d_forward(DType dtype, const Conv2dShape& s, const void* x, const void* weight,
-                    const void* bias, void* y, void* workspace, size_t workspace_bytes) {
-  SONATA_NVTX_RANGE("sonata::cpu::conv2d_forward");
+                    const void* bias, void* y, void* workspace, size_t workspace_bytes,
+                    CpuConvAlgorithm algorithm) {
   require_nchw(s);
+  if (resolve(s, ConvPass::forward, algorithm) == CpuConvAlgorithm::direct)
+    return direct_conv::forward(dtype, s, x, weight, bias, y, workspace, workspace_bytes);
+  SONATA_NVTX_RANGE("sonata::cpu::conv2d_forward");
   dispatch_f32_f64(dtype, "conv2d", [&]<typename T>() {
     if (s.n == 0 || s.h_out * s.w_out == 0) return;
     const int64_t chunk = images_per_chunk(s, sizeof(T), workspace_bytes);
@@ -180,9 +197,12 @@ void conv2d_forward(DType dtype, const Conv2dShape& s, const void* x, const void
 
 void conv2d_backward_input(DType dtype, const Conv2dShape& s, const void* grad_y,
                            const void* weight, void* grad_x, void* workspace,
-                           size_t workspace_bytes) {
-  SONATA_NVTX_RANGE("sonata::cpu::conv2d_backward_input");
+                           size_t workspace_bytes, CpuConvAlgorithm algorithm) {
   require_nchw(s);
+  if (resolve(s, ConvPass::backward_input, algorithm) == CpuConvAlgorithm::direct)
+    return direct_conv::backward_input(dtype, s, grad_y, weight, grad_x, workspace,
+                                       workspace_bytes);
+  SONATA_NVTX_RANGE("sonata::cpu::conv2d_backward_input");
   dispatch_f32_f64(dtype, "conv2d_backward_input", [&]<typename T>() {
     if (s.n == 0) return;
     T* gx = static_cast<T*>(grad_x);
@@ -208,9 +228,12 @@ void conv2d_backward_input(DType dtype, const Conv2dShape& s, const void* grad_y
 
 void conv2d_backward_weight(DType dtype, const Conv2dShape& s, const void* grad_y, const void* x,
                             void* grad_weight, void* grad_bias, void* workspace,
-                            size_t workspace_bytes) {
-  SONATA_NVTX_RANGE("sonata::cpu::conv2d_backward_weight");
+                            size_t workspace_bytes, CpuConvAlgorithm algorithm) {
   require_nchw(s);
+  if (resolve(s, ConvPass::backward_weight, algorithm) == CpuConvAlgorithm::direct)
+    return direct_conv::backward_weight(dtype, s, grad_y, x, grad_weight, grad_bias, workspace,
+                                        workspace_bytes);
+  SONATA_NVTX_RANGE("sonata::cpu::conv2d_backward_weight");
   dispatch_f32_f64(dtype, "conv2d_backward_weight", [&]<typename T>() {
     T* gw = static_cast<T*>(grad_weight);
     T* gb = static_cast<T*>(grad_bias);

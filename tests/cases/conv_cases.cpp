@@ -33,6 +33,19 @@ const std::vector<ConvCase>& conv_cases() {
        true},
       {"DeepSpeech2 21x11", {1, 8, 11, 30}, {8, 8, 21, 11}, {{2, 1}, {10, 5}, {1, 1}}, true, true},
       {"1x1 without bias, 8 channels", {2, 8, 5, 5}, {16, 8, 1, 1}, {}, false},
+      // Past the direct kernels' 16 lane channels (the CPU takes im2col + GEMM), and 20
+      // output channels: two lane blocks of 8 and a partial one.
+      {"3x3, 20 output channels", {1, 3, 5, 5}, {20, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}}, true},
+      {"3x3 stride 2, 20 input channels",
+       {1, 20, 5, 4},
+       {3, 20, 3, 3},
+       {{2, 2}, {1, 1}, {1, 1}},
+       true},
+      {"stride 3 wider than the kernel",
+       {1, 2, 8, 10},
+       {3, 2, 2, 2},
+       {{3, 3}, {1, 0}, {1, 1}},
+       true},
   };
   return cases;
 }

@@ -129,39 +129,120 @@ TEST_CASE("conv2d of non-contiguous inputs and an empty batch", "[ops][conv][gra
   CHECK(values_of(bias.grad()) == std::vector<double>(3, 0.0));
 }
 
+namespace {
+
+using kernels::ConvPass;
+using kernels::cpu::CpuConvAlgorithm;
+
+kernels::Conv2dShape kernel_shape(const Shape& x, const Shape& w, const Conv2dParams& p) {
+  kernels::Conv2dShape s;
+  s.n = x[0], s.c_in = x[1], s.h = x[2], s.w = x[3], s.c_out = w[0], s.kh = w[2], s.kw = w[3];
+  s.stride_h = p.stride[0], s.stride_w = p.stride[1], s.pad_h = p.padding[0],
+  s.pad_w = p.padding[1], s.dil_h = p.dilation[0], s.dil_w = p.dilation[1];
+  s.h_out = (s.h + 2 * s.pad_h - s.dil_h * (s.kh - 1) - 1) / s.stride_h + 1;
+  s.w_out = (s.w + 2 * s.pad_w - s.dil_w * (s.kw - 1) - 1) / s.stride_w + 1;
+  return s;
+}
+
+// y, grad_x, grad_weight and grad_bias of one CPU algorithm, each pass in a workspace of
+// `images` images (0: as large as the kernels ask for), concatenated.
+std::vector<double> all_passes(DType dtype, const kernels::Conv2dShape& s, const Tensor& x,
+                               const Tensor& w, const Tensor& b, const Tensor& gy,
+                               CpuConvAlgorithm algorithm, int64_t images = 0) {
+  const auto workspace_of = [&](ConvPass pass) {
+    size_t bytes = kernels::cpu::conv2d_workspace_bytes(dtype, s, pass, algorithm);
+    if (images > 0) {
+      // Shrink to `images` images' worth: the whole-batch size less (n - images) per-image
+      // parts, found from the workspace of a batch one image smaller.
+      kernels::Conv2dShape fewer = s;
+      fewer.n = s.n - 1;
+      const size_t per_image =
+          bytes - kernels::cpu::conv2d_workspace_bytes(dtype, fewer, pass, algorithm);
+      bytes -= per_image * size_t(s.n - images);
+    }
+    return std::vector<char>(bytes);
+  };
+  const TensorOptions options = TensorOptions{}.with(dtype);
+  const Tensor xc = x.to(dtype), wc = w.to(dtype), bc = b.to(dtype), gyc = gy.to(dtype);
+  Tensor y = empty(gy.shape(), options), gx = empty(x.shape(), options);
+  Tensor gw = empty(w.shape(), options), gb = empty({s.c_out}, options);
+  std::vector<char> ws = workspace_of(ConvPass::forward);
+  kernels::cpu::conv2d_forward(dtype, s, xc.data_ptr(), wc.data_ptr(), bc.data_ptr(), y.data_ptr(),
+                               ws.data(), ws.size(), algorithm);
+  ws = workspace_of(ConvPass::backward_input);
+  kernels::cpu::conv2d_backward_input(dtype, s, gyc.data_ptr(), wc.data_ptr(), gx.data_ptr(),
+                                      ws.data(), ws.size(), algorithm);
+  ws = workspace_of(ConvPass::backward_weight);
+  kernels::cpu::conv2d_backward_weight(dtype, s, gyc.data_ptr(), xc.data_ptr(), gw.data_ptr(),
+                                       gb.data_ptr(), ws.data(), ws.size(), algorithm);
+  std::vector<double> all;
+  for (const Tensor& t : {y, gx, gw, gb})
+    for (double v : values_of(t)) all.push_back(v);
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d's two CPU algorithms agree on every pass", "[ops][conv]") {
+  // The op-level checks above go through the automatic choice (direct for at most 16 lane
+  // channels); here every case runs both algorithms, so each is checked on every shape.
+  uint64_t seed = 770;
+  for (const ConvCase& c : conv_cases()) {
+    INFO(c.name);
+    const kernels::Conv2dShape s = kernel_shape(c.x, c.weight, c.params);
+    const double w_bound = c.large ? 0.25 : 1.0;
+    const Tensor x = grad_input(c.x, ++seed).detach();
+    const Tensor w = grad_input(c.weight, ++seed, -w_bound, w_bound).detach();
+    const Tensor b = grad_input({s.c_out}, ++seed).detach();
+    const Tensor gy = grad_input({s.n, s.c_out, s.h_out, s.w_out}, ++seed).detach();
+    for (DType dtype : {DType::f64, DType::f32}) {
+      INFO(dtype_name(dtype));
+      const double tolerance = dtype == DType::f64 ? 1e-12 : 2e-5;
+      const std::vector<double> gemm =
+          all_passes(dtype, s, x, w, b, gy, CpuConvAlgorithm::im2col_gemm);
+      const std::vector<double> direct =
+          all_passes(dtype, s, x, w, b, gy, CpuConvAlgorithm::direct);
+      REQUIRE(gemm.size() == direct.size());
+      for (size_t i = 0; i < gemm.size(); ++i)
+        CHECK(direct[i] == Approx(gemm[i]).epsilon(tolerance).margin(tolerance));
+    }
+  }
+}
+
+TEST_CASE("conv2d's automatic CPU algorithm follows the lane channels", "[ops][conv]") {
+  const kernels::Conv2dShape ds2 =
+      kernel_shape({16, 8, 80, 40}, {8, 8, 11, 21}, {{1, 2}, {5, 10}, {1, 1}});
+  CHECK(kernels::cpu::conv2d_algorithm(ds2, ConvPass::forward) == CpuConvAlgorithm::direct);
+  CHECK(kernels::cpu::conv2d_algorithm(ds2, ConvPass::backward_input) == CpuConvAlgorithm::direct);
+  const kernels::Conv2dShape vgg =
+      kernel_shape({8, 3, 64, 64}, {64, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}});
+  CHECK(kernels::cpu::conv2d_algorithm(vgg, ConvPass::forward) == CpuConvAlgorithm::im2col_gemm);
+  CHECK(kernels::cpu::conv2d_algorithm(vgg, ConvPass::backward_weight) ==
+        CpuConvAlgorithm::im2col_gemm);
+  // The input gradient's lanes are the input channels: 3 of them.
+  CHECK(kernels::cpu::conv2d_algorithm(vgg, ConvPass::backward_input) == CpuConvAlgorithm::direct);
+}
+
 TEST_CASE("conv2d kernels give the same result in one chunk and in many", "[ops][conv]") {
   // The engine sizes the workspace for the whole batch here; a one-image workspace makes the
   // kernels loop over chunks, accumulating the weight and bias gradients across them.
-  kernels::Conv2dShape s;
-  s.n = 3, s.c_in = 2, s.h = 6, s.w = 5, s.c_out = 4, s.kh = 3, s.kw = 2;
-  s.stride_h = 2, s.pad_h = 1, s.pad_w = 1, s.dil_w = 2;
-  s.h_out = (6 + 2 - 2 - 1) / 2 + 1;
-  s.w_out = (5 + 2 - 2 - 1) / 1 + 1;
-  const Tensor x = grad_input({s.n, s.c_in, s.h, s.w}, 760).detach();
-  const Tensor w = grad_input({s.c_out, s.c_in, s.kh, s.kw}, 761).detach();
+  const Shape x_shape{3, 2, 6, 5}, w_shape{4, 2, 3, 2};
+  const Conv2dParams params{{2, 1}, {1, 1}, {1, 2}};
+  const kernels::Conv2dShape s = kernel_shape(x_shape, w_shape, params);
+  const Tensor x = grad_input(x_shape, 760).detach();
+  const Tensor w = grad_input(w_shape, 761).detach();
+  const Tensor b = grad_input({s.c_out}, 763).detach();
   const Tensor gy = grad_input({s.n, s.c_out, s.h_out, s.w_out}, 762).detach();
-  const size_t whole =
-      kernels::cpu::conv2d_workspace_bytes(DType::f64, s, kernels::ConvPass::forward);
-  const size_t one_image = whole / size_t(s.n);
-  std::vector<std::vector<double>> results;
-  for (size_t bytes : {whole, one_image}) {
-    std::vector<char> workspace(bytes);
-    Tensor y = empty(gy.shape(), f64_options()), gx = empty(x.shape(), f64_options());
-    Tensor gw = empty(w.shape(), f64_options()), gb = empty({s.c_out}, f64_options());
-    kernels::cpu::conv2d_forward(DType::f64, s, x.data_ptr(), w.data_ptr(), nullptr, y.data_ptr(),
-                                 workspace.data(), bytes);
-    kernels::cpu::conv2d_backward_input(DType::f64, s, gy.data_ptr(), w.data_ptr(), gx.data_ptr(),
-                                        workspace.data(), bytes);
-    kernels::cpu::conv2d_backward_weight(DType::f64, s, gy.data_ptr(), x.data_ptr(), gw.data_ptr(),
-                                         gb.data_ptr(), workspace.data(), bytes);
-    std::vector<double> all;
-    for (const Tensor& t : {y, gx, gw, gb})
-      for (double v : values_of(t)) all.push_back(v);
-    results.push_back(all);
+  for (CpuConvAlgorithm algorithm : {CpuConvAlgorithm::im2col_gemm, CpuConvAlgorithm::direct}) {
+    INFO(int(algorithm));
+    const std::vector<double> whole = all_passes(DType::f64, s, x, w, b, gy, algorithm);
+    for (int64_t images : {1, 2}) {
+      const std::vector<double> chunked = all_passes(DType::f64, s, x, w, b, gy, algorithm, images);
+      REQUIRE(chunked.size() == whole.size());
+      for (size_t i = 0; i < whole.size(); ++i)
+        CHECK(chunked[i] == Approx(whole[i]).epsilon(1e-13).margin(1e-13));
+    }
   }
-  REQUIRE(results[0].size() == results[1].size());
-  for (size_t i = 0; i < results[0].size(); ++i)
-    CHECK(results[1][i] == Approx(results[0][i]).epsilon(1e-13).margin(1e-13));
 }
 
 TEST_CASE("conv2d names the bad input", "[ops][conv][errors]") {

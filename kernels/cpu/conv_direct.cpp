@@ -1,0 +1,442 @@
+#include "kernels/cpu/conv_direct.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "base/error.h"
+#include "base/nvtx.h"
+#include "kernels/cpu/dispatch.h"
+
+namespace sonata::kernels::cpu::direct_conv {
+namespace {
+
+constexpr int64_t kLanes = 8;  // channels in one vector of the product
+constexpr int kPixels = 8;     // pixels whose sums stay in registers together
+constexpr size_t kAlign = 64;  // each workspace region starts on a cache line
+// As in the im2col path: the padded copies of as many images as fit in 128 MiB are made at
+// once, which holds a whole DeepSpeech2 batch yet bounds memory on long inputs.
+constexpr size_t kWorkspaceCap = size_t(128) << 20;
+// Multiply-adds below which OpenMP's fork costs more than the second thread gives.
+constexpr int64_t kParallelWork = int64_t(1) << 18;
+
+size_t aligned(size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+int64_t lane_blocks(int64_t channels) {
+  return (channels + kLanes - 1) / kLanes;
+}
+int64_t floor_mod(int64_t value, int64_t modulus) {
+  const int64_t r = value % modulus;
+  return r < 0 ? r + modulus : r;
+}
+
+// out[p][l] = sum_t vecs[t][l] * in[offsets[t] + p * pixel_stride] for p < P: the one loop
+// every pass runs. P * kLanes sums live in registers; each term costs one vector load and P
+// broadcasts.
+template <typename T, int P>
+void product(int64_t terms, const T* vecs, const int64_t* offsets, const T* in,
+             int64_t pixel_stride, T (&out)[kPixels][kLanes]) {
+  T sums[P][kLanes] = {};
+  for (int64_t t = 0; t < terms; ++t) {
+    const T* vec = vecs + t * kLanes;
+    const T* src = in + offsets[t];
+    for (int p = 0; p < P; ++p) {
+      const T value = src[p * pixel_stride];
+#pragma omp simd
+      for (int64_t l = 0; l < kLanes; ++l) sums[p][l] += value * vec[l];
+    }
+  }
+  for (int p = 0; p < P; ++p)
+    for (int64_t l = 0; l < kLanes; ++l) out[p][l] = sums[p][l];
+}
+
+template <typename T>
+void product_of(int pixels, int64_t terms, const T* vecs, const int64_t* offsets, const T* in,
+                int64_t pixel_stride, T (&out)[kPixels][kLanes]) {
+  switch (pixels) {
+    case 8:
+      return product<T, 8>(terms, vecs, offsets, in, pixel_stride, out);
+    case 7:
+      return product<T, 7>(terms, vecs, offsets, in, pixel_stride, out);
+    case 6:
+      return product<T, 6>(terms, vecs, offsets, in, pixel_stride, out);
+    case 5:
+      return product<T, 5>(terms, vecs, offsets, in, pixel_stride, out);
+    case 4:
+      return product<T, 4>(terms, vecs, offsets, in, pixel_stride, out);
+    case 3:
+      return product<T, 3>(terms, vecs, offsets, in, pixel_stride, out);
+    case 2:
+      return product<T, 2>(terms, vecs, offsets, in, pixel_stride, out);
+    default:
+      return product<T, 1>(terms, vecs, offsets, in, pixel_stride, out);
+  }
+}
+
+// planes [count][h][w] into [count][rows][cols] with the data at (top, left), zero elsewhere.
+template <typename T>
+void pad_planes(const T* src, int64_t count, int64_t h, int64_t w, int64_t top, int64_t left,
+                int64_t rows, int64_t cols, T* dst) {
+#pragma omp parallel for schedule(static) if (count * rows * cols >= kParallelWork)
+  for (int64_t plane = 0; plane < count; ++plane) {
+    T* out = dst + plane * rows * cols;
+    const T* in = src + plane * h * w;
+    std::fill(out, out + top * cols, T(0));
+    for (int64_t r = 0; r < h; ++r) {
+      T* row = out + (top + r) * cols;
+      std::fill(row, row + left, T(0));
+      std::memcpy(row + left, in + r * w, size_t(w) * sizeof(T));
+      std::fill(row + left + w, row + cols, T(0));
+    }
+    std::fill(out + (top + h) * cols, out + rows * cols, T(0));
+  }
+}
+
+// Regions of the caller's workspace, handed out in order, each cache-line aligned.
+class Carver {
+ public:
+  Carver(void* base, size_t bytes) : next_(static_cast<char*>(base)), end_(next_ + bytes) {}
+  template <typename U>
+  U* take(int64_t count) {
+    const size_t bytes = aligned(size_t(count) * sizeof(U));
+    SONATA_CHECK(size_t(end_ - next_) >= bytes,
+                 "sonata::cpu::conv2d (direct): workspace too small");
+    U* region = reinterpret_cast<U*>(next_);
+    next_ += bytes;
+    return region;
+  }
+
+ private:
+  char* next_;
+  char* end_;
+};
+
+// Workspace of a pass: `fixed` bytes whatever the batch, plus `per_image` for each image of a
+// chunk (its padded planes and tables). The alignment of each region is counted in fixed.
+struct Plan {
+  size_t fixed = 0, per_image = 0;
+};
+
+// The input gradient's padded grad_y: filter row i reaches input rows of one phase
+// rh = (i*dil - pad) mod stride, from output row a + shift_i for input row a*stride + rh.
+struct Phases {
+  std::vector<int64_t> phase, shift;  // per filter row (or column)
+  int64_t margin = 0, extent = 0;     // padded plane: `margin` zeros first, `extent` in all
+};
+
+Phases phases_along(int64_t size, int64_t size_out, int64_t kernel, int64_t stride, int64_t pad,
+                    int64_t dil) {
+  Phases p;
+  p.phase.resize(size_t(kernel));
+  p.shift.resize(size_t(kernel));
+  int64_t lowest = 0, highest = size_out - 1;
+  for (int64_t i = 0; i < kernel; ++i) {
+    const int64_t rh = floor_mod(i * dil - pad, stride);
+    const int64_t shift = (rh + pad - i * dil) / stride;  // exact by the choice of rh
+    p.phase[size_t(i)] = rh;
+    p.shift[size_t(i)] = shift;
+    if (rh >= size) continue;  // this phase has no input pixels
+    const int64_t last_a = (size - 1 - rh) / stride;
+    lowest = std::min(lowest, shift);
+    highest = std::max(highest, last_a + shift);
+  }
+  p.margin = -lowest;
+  p.extent = highest - lowest + 1;
+  return p;
+}
+
+Plan plan_of(const Conv2dShape& s, ConvPass pass, size_t element) {
+  const int64_t hp = s.h + 2 * s.pad_h, wp = s.w + 2 * s.pad_w, hw_out = s.h_out * s.w_out;
+  const int64_t taps = s.patch();
+  Plan plan;
+  switch (pass) {
+    case ConvPass::forward:
+      plan.fixed = aligned(size_t(lane_blocks(s.c_out) * taps * kLanes) * element) +
+                   aligned(size_t(taps) * sizeof(int64_t)) + kAlign;
+      plan.per_image = size_t(s.c_in * hp * wp) * element;
+      break;
+    case ConvPass::backward_weight:
+      plan.fixed = 3 * kAlign;
+      plan.per_image = size_t(s.c_in * hp * wp + lane_blocks(s.c_out) * hw_out * kLanes) * element +
+                       size_t(hw_out) * sizeof(int64_t);
+      break;
+    case ConvPass::backward_input: {
+      const Phases rows = phases_along(s.h, s.h_out, s.kh, s.stride_h, s.pad_h, s.dil_h);
+      const Phases cols = phases_along(s.w, s.w_out, s.kw, s.stride_w, s.pad_w, s.dil_w);
+      const int64_t terms = s.c_out * s.kh * s.kw, classes = s.stride_h * s.stride_w;
+      plan.fixed = aligned(size_t(lane_blocks(s.c_in) * terms * kLanes) * element) +
+                   aligned(size_t(terms) * sizeof(int64_t)) +
+                   aligned(size_t(classes + 1) * sizeof(int64_t)) + kAlign;
+      plan.per_image = size_t(s.c_out * rows.extent * cols.extent) * element;
+      break;
+    }
+  }
+  return plan;
+}
+
+int64_t images_per_chunk(const Conv2dShape& s, ConvPass pass, size_t element,
+                         size_t workspace_bytes) {
+  const Plan plan = plan_of(s, pass, element);
+  SONATA_CHECK(workspace_bytes >= plan.fixed + plan.per_image,
+               "sonata::cpu::conv2d (direct): workspace of ", workspace_bytes,
+               " bytes is smaller than one image's ", plan.fixed + plan.per_image,
+               " (size it with conv2d_workspace_bytes)");
+  const int64_t fits = int64_t((workspace_bytes - plan.fixed) / plan.per_image);
+  return std::clamp<int64_t>(fits, 1, std::max<int64_t>(s.n, 1));
+}
+
+bool parallel_worth(const Conv2dShape& s) {
+  return s.n * s.h_out * s.w_out * s.c_out * s.patch() >= kParallelWork;
+}
+
+template <typename T>
+void forward_typed(const Conv2dShape& s, const T* x, const T* weight, const T* bias, T* y,
+                   void* workspace, size_t workspace_bytes) {
+  const int64_t hp = s.h + 2 * s.pad_h, wp = s.w + 2 * s.pad_w, hw_out = s.h_out * s.w_out;
+  const int64_t taps = s.patch(), blocks = lane_blocks(s.c_out);
+  const int64_t chunk = images_per_chunk(s, ConvPass::forward, sizeof(T), workspace_bytes);
+  Carver carve(workspace, workspace_bytes);
+  // vecs[block][tap][lane] = weight[block * kLanes + lane, tap], zero past c_out.
+  T* vecs = carve.take<T>(blocks * taps * kLanes);
+  int64_t* offsets = carve.take<int64_t>(taps);
+  T* padded = carve.take<T>(chunk * s.c_in * hp * wp);
+  for (int64_t block = 0; block < blocks; ++block)
+    for (int64_t tap = 0; tap < taps; ++tap)
+      for (int64_t l = 0; l < kLanes; ++l) {
+        const int64_t co = block * kLanes + l;
+        vecs[(block * taps + tap) * kLanes + l] = co < s.c_out ? weight[co * taps + tap] : T(0);
+      }
+  for (int64_t ci = 0; ci < s.c_in; ++ci)
+    for (int64_t i = 0; i < s.kh; ++i)
+      for (int64_t j = 0; j < s.kw; ++j)
+        offsets[(ci * s.kh + i) * s.kw + j] = ci * hp * wp + i * s.dil_h * wp + j * s.dil_w;
+
+  for (int64_t n0 = 0; n0 < s.n; n0 += chunk) {
+    const int64_t images = std::min(chunk, s.n - n0);
+    pad_planes(x + n0 * s.c_in * s.h * s.w, images * s.c_in, s.h, s.w, s.pad_h, s.pad_w, hp, wp,
+               padded);
+#pragma omp parallel for collapse(3) schedule(static) if (parallel_worth(s))
+    for (int64_t b = 0; b < images; ++b) {
+      for (int64_t oh = 0; oh < s.h_out; ++oh) {
+        for (int64_t block = 0; block < blocks; ++block) {
+          const T* row = padded + b * s.c_in * hp * wp + oh * s.stride_h * wp;
+          const int64_t lanes = std::min(kLanes, s.c_out - block * kLanes);
+          T out[kPixels][kLanes];
+          for (int64_t ow0 = 0; ow0 < s.w_out; ow0 += kPixels) {
+            const int pixels = int(std::min<int64_t>(kPixels, s.w_out - ow0));
+            product_of(pixels, taps, vecs + block * taps * kLanes, offsets, row + ow0 * s.stride_w,
+                       s.stride_w, out);
+            for (int64_t l = 0; l < lanes; ++l) {
+              const int64_t co = block * kLanes + l;
+              const T shift = bias ? bias[co] : T(0);
+              T* dst = y + ((n0 + b) * s.c_out + co) * hw_out + oh * s.w_out + ow0;
+              for (int p = 0; p < pixels; ++p) dst[p] = out[p][l] + shift;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void backward_weight_typed(const Conv2dShape& s, const T* grad_y, const T* x, T* grad_weight,
+                           T* grad_bias, void* workspace, size_t workspace_bytes) {
+  const int64_t hp = s.h + 2 * s.pad_h, wp = s.w + 2 * s.pad_w, hw_out = s.h_out * s.w_out;
+  const int64_t taps = s.patch(), blocks = lane_blocks(s.c_out);
+  std::fill(grad_weight, grad_weight + s.c_out * taps, T(0));
+  if (grad_bias) {
+    // A long sum per channel: accumulated in double, as the GEMM path does.
+    for (int64_t co = 0; co < s.c_out; ++co) {
+      double total = 0;
+      for (int64_t b = 0; b < s.n; ++b) {
+        const T* plane = grad_y + (b * s.c_out + co) * hw_out;
+        for (int64_t p = 0; p < hw_out; ++p) total += plane[p];
+      }
+      grad_bias[co] = T(total);
+    }
+  }
+  const int64_t chunk = images_per_chunk(s, ConvPass::backward_weight, sizeof(T), workspace_bytes);
+  Carver carve(workspace, workspace_bytes);
+  T* padded = carve.take<T>(chunk * s.c_in * hp * wp);
+  // vecs[block][pixel][lane] = grad_y[image, block * kLanes + lane, pixel], zero past c_out.
+  T* vecs = carve.take<T>(blocks * chunk * hw_out * kLanes);
+  int64_t* offsets = carve.take<int64_t>(chunk * hw_out);
+  const int64_t column_blocks = (s.kw + kPixels - 1) / kPixels;
+
+  for (int64_t n0 = 0; n0 < s.n; n0 += chunk) {
+    const int64_t images = std::min(chunk, s.n - n0), pixels_total = images * hw_out;
+    pad_planes(x + n0 * s.c_in * s.h * s.w, images * s.c_in, s.h, s.w, s.pad_h, s.pad_w, hp, wp,
+               padded);
+    for (int64_t b = 0; b < images; ++b)
+      for (int64_t oh = 0; oh < s.h_out; ++oh)
+        for (int64_t ow = 0; ow < s.w_out; ++ow)
+          offsets[b * hw_out + oh * s.w_out + ow] =
+              b * s.c_in * hp * wp + oh * s.stride_h * wp + ow * s.stride_w;
+#pragma omp parallel for collapse(2) schedule(static) if (parallel_worth(s))
+    for (int64_t block = 0; block < blocks; ++block) {
+      for (int64_t b = 0; b < images; ++b) {
+        T* dst = vecs + (block * pixels_total + b * hw_out) * kLanes;
+        for (int64_t l = 0; l < kLanes; ++l) {
+          const int64_t co = block * kLanes + l;
+          if (co >= s.c_out) {
+            for (int64_t p = 0; p < hw_out; ++p) dst[p * kLanes + l] = T(0);
+            continue;
+          }
+          const T* plane = grad_y + ((n0 + b) * s.c_out + co) * hw_out;
+          for (int64_t p = 0; p < hw_out; ++p) dst[p * kLanes + l] = plane[p];
+        }
+      }
+    }
+#pragma omp parallel for collapse(4) schedule(static) if (parallel_worth(s))
+    for (int64_t block = 0; block < blocks; ++block) {
+      for (int64_t ci = 0; ci < s.c_in; ++ci) {
+        for (int64_t i = 0; i < s.kh; ++i) {
+          for (int64_t column_block = 0; column_block < column_blocks; ++column_block) {
+            const int64_t j0 = column_block * kPixels;
+            const int pixels = int(std::min<int64_t>(kPixels, s.kw - j0));
+            T out[kPixels][kLanes];
+            product_of(pixels, pixels_total, vecs + block * pixels_total * kLanes, offsets,
+                       padded + ci * hp * wp + i * s.dil_h * wp + j0 * s.dil_w, s.dil_w, out);
+            const int64_t lanes = std::min(kLanes, s.c_out - block * kLanes);
+            for (int64_t l = 0; l < lanes; ++l) {
+              T* dst = grad_weight + (block * kLanes + l) * taps + (ci * s.kh + i) * s.kw + j0;
+              for (int p = 0; p < pixels; ++p) dst[p] += out[p][l];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void backward_input_typed(const Conv2dShape& s, const T* grad_y, const T* weight, T* grad_x,
+                          void* workspace, size_t workspace_bytes) {
+  const Phases rows = phases_along(s.h, s.h_out, s.kh, s.stride_h, s.pad_h, s.dil_h);
+  const Phases cols = phases_along(s.w, s.w_out, s.kw, s.stride_w, s.pad_w, s.dil_w);
+  const int64_t hg = rows.extent, wg = cols.extent, hw_out = s.h_out * s.w_out;
+  const int64_t terms = s.c_out * s.kh * s.kw, classes = s.stride_h * s.stride_w;
+  const int64_t blocks = lane_blocks(s.c_in);
+  const int64_t chunk = images_per_chunk(s, ConvPass::backward_input, sizeof(T), workspace_bytes);
+  Carver carve(workspace, workspace_bytes);
+  // Terms grouped by phase class (rh, rw): class k's are [first[k], first[k + 1]).
+  T* vecs = carve.take<T>(blocks * terms * kLanes);
+  int64_t* offsets = carve.take<int64_t>(terms);
+  int64_t* first = carve.take<int64_t>(classes + 1);
+  T* padded = carve.take<T>(chunk * s.c_out * hg * wg);
+  int64_t term = 0;
+  for (int64_t rh = 0; rh < s.stride_h; ++rh) {
+    for (int64_t rw = 0; rw < s.stride_w; ++rw) {
+      first[rh * s.stride_w + rw] = term;
+      for (int64_t co = 0; co < s.c_out; ++co)
+        for (int64_t i = 0; i < s.kh; ++i) {
+          if (rows.phase[size_t(i)] != rh) continue;
+          for (int64_t j = 0; j < s.kw; ++j) {
+            if (cols.phase[size_t(j)] != rw) continue;
+            offsets[term] = co * hg * wg + (rows.margin + rows.shift[size_t(i)]) * wg +
+                            cols.margin + cols.shift[size_t(j)];
+            for (int64_t block = 0; block < blocks; ++block)
+              for (int64_t l = 0; l < kLanes; ++l) {
+                const int64_t ci = block * kLanes + l;
+                vecs[(block * terms + term) * kLanes + l] =
+                    ci < s.c_in ? weight[((co * s.c_in + ci) * s.kh + i) * s.kw + j] : T(0);
+              }
+            ++term;
+          }
+        }
+    }
+  }
+  first[classes] = term;
+
+  for (int64_t n0 = 0; n0 < s.n; n0 += chunk) {
+    const int64_t images = std::min(chunk, s.n - n0);
+    pad_planes(grad_y + n0 * s.c_out * hw_out, images * s.c_out, s.h_out, s.w_out, rows.margin,
+               cols.margin, hg, wg, padded);
+#pragma omp parallel for collapse(3) schedule(static) if (parallel_worth(s))
+    for (int64_t b = 0; b < images; ++b) {
+      for (int64_t ih = 0; ih < s.h; ++ih) {
+        for (int64_t block = 0; block < blocks; ++block) {
+          const int64_t rh = ih % s.stride_h, a = ih / s.stride_h;
+          const int64_t lanes = std::min(kLanes, s.c_in - block * kLanes);
+          T out[kPixels][kLanes];
+          for (int64_t rw = 0; rw < s.stride_w && rw < s.w; ++rw) {
+            const int64_t k = rh * s.stride_w + rw,
+                          count = (s.w - rw + s.stride_w - 1) / s.stride_w;
+            const int64_t begin = first[k], class_terms = first[k + 1] - begin;
+            const T* row = padded + b * s.c_out * hg * wg + a * wg;
+            for (int64_t c0 = 0; c0 < count; c0 += kPixels) {
+              const int pixels = int(std::min<int64_t>(kPixels, count - c0));
+              product_of(pixels, class_terms, vecs + (block * terms + begin) * kLanes,
+                         offsets + begin, row + c0, 1, out);
+              for (int64_t l = 0; l < lanes; ++l) {
+                T* dst = grad_x + ((n0 + b) * s.c_in + block * kLanes + l) * s.h * s.w + ih * s.w;
+                for (int p = 0; p < pixels; ++p) dst[(c0 + p) * s.stride_w + rw] = out[p][l];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool suits(const Conv2dShape& s, ConvPass pass) {
+  if (s.channels_last) return false;
+  return (pass == ConvPass::backward_input ? s.c_in : s.c_out) <= kMaxLaneChannels;
+}
+
+size_t workspace_bytes(DType dtype, const Conv2dShape& s, ConvPass pass) {
+  const Plan plan = plan_of(s, pass, dtype_size(dtype));
+  if (plan.per_image == 0) return plan.fixed;
+  const int64_t images =
+      std::clamp<int64_t>(int64_t(kWorkspaceCap / plan.per_image), 1, std::max<int64_t>(s.n, 1));
+  return plan.fixed + plan.per_image * size_t(images);
+}
+
+void forward(DType dtype, const Conv2dShape& s, const void* x, const void* weight, const void* bias,
+             void* y, void* workspace, size_t workspace_bytes) {
+  SONATA_NVTX_RANGE("sonata::cpu::conv2d_forward_direct");
+  dispatch_f32_f64(dtype, "conv2d", [&]<typename T>() {
+    if (s.n == 0 || s.h_out * s.w_out == 0) return;
+    forward_typed(s, static_cast<const T*>(x), static_cast<const T*>(weight),
+                  static_cast<const T*>(bias), static_cast<T*>(y), workspace, workspace_bytes);
+  });
+}
+
+void backward_input(DType dtype, const Conv2dShape& s, const void* grad_y, const void* weight,
+                    void* grad_x, void* workspace, size_t workspace_bytes) {
+  SONATA_NVTX_RANGE("sonata::cpu::conv2d_backward_input_direct");
+  dispatch_f32_f64(dtype, "conv2d_backward_input", [&]<typename T>() {
+    if (s.n == 0) return;
+    T* gx = static_cast<T*>(grad_x);
+    if (s.h_out * s.w_out == 0) {
+      std::fill(gx, gx + s.n * s.c_in * s.h * s.w, T(0));
+      return;
+    }
+    backward_input_typed(s, static_cast<const T*>(grad_y), static_cast<const T*>(weight), gx,
+                         workspace, workspace_bytes);
+  });
+}
+
+void backward_weight(DType dtype, const Conv2dShape& s, const void* grad_y, const void* x,
+                     void* grad_weight, void* grad_bias, void* workspace, size_t workspace_bytes) {
+  SONATA_NVTX_RANGE("sonata::cpu::conv2d_backward_weight_direct");
+  dispatch_f32_f64(dtype, "conv2d_backward_weight", [&]<typename T>() {
+    T* gw = static_cast<T*>(grad_weight);
+    T* gb = static_cast<T*>(grad_bias);
+    if (s.n == 0 || s.h_out * s.w_out == 0) {
+      std::fill(gw, gw + s.c_out * s.patch(), T(0));
+      if (gb) std::fill(gb, gb + s.c_out, T(0));
+      return;
+    }
+    backward_weight_typed(s, static_cast<const T*>(grad_y), static_cast<const T*>(x), gw, gb,
+                          workspace, workspace_bytes);
+  });
+}
+
+}  // namespace sonata::kernels::cpu::direct_conv
