@@ -1,6 +1,14 @@
 #pragma once
-// NVTX range for Nsight: every kernel launcher and every training phase opens one.
-// Without CUDA it compiles to nothing.
+// NVTX range for Nsight: every kernel launcher and every training phase opens one. Without
+// CUDA it pushes nothing to NVTX.
+//
+// The same ranges double as a host-side profiler (range_times_enable): each range's wall
+// time is summed per name, inclusive and self (less the ranges opened inside it on the same
+// thread). On the CPU backend that is where a step's time goes, op by op; on CUDA it is
+// only launch overhead, since kernels run asynchronously (use Nsight there).
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace sonata {
 
@@ -10,6 +18,10 @@ class NvtxRange {
   ~NvtxRange();
   NvtxRange(const NvtxRange&) = delete;
   NvtxRange& operator=(const NvtxRange&) = delete;
+
+ private:
+  const char* name_;
+  int64_t start_ns_ = -1;  // -1: the host timer was off when the range opened
 };
 
 // cudaProfilerStart / cudaProfilerStop: what `nsys profile --capture-range=cudaProfilerApi`
@@ -17,6 +29,17 @@ class NvtxRange {
 // without CUDA.
 bool profiler_capture_start();
 bool profiler_capture_stop();
+
+struct RangeTime {
+  std::string name;
+  int64_t calls = 0;
+  double inclusive_s = 0, self_s = 0;
+};
+
+// Starts (true) or stops summing range times; starting clears the sums.
+void range_times_enable(bool on);
+// The sums so far, the largest self time first.
+std::vector<RangeTime> range_times();
 
 }  // namespace sonata
 

@@ -183,11 +183,24 @@ TEST_CASE("trainer: a tiny DS2 learns the tone letters, and reports CER", "[trai
   const std::string val = write_letters_corpus(folder, "val", 8, 2);
   TrainerOptions options = tiny_ds2_options(train, val);
   options.metrics = folder.file("metrics.jsonl");
+  options.range_times = folder.file("ranges.jsonl");
   manual_seed(options.seed);
   SpeechTask task(options, Vocabulary());
   const TrainResult result = run_training(options, task, Device::cpu());
 
   CHECK(result.steps == 12 * 6);
+  // --range-times: a header, then one line per range with the step's and evaluation's phases.
+  const auto ranges = read_jsonl(options.range_times);
+  REQUIRE(ranges.size() > 5);
+  CHECK(ranges.front()["event"] == "range_times");
+  CHECK(ranges.front()["wall_s"].get<double>() > 0);
+  std::map<std::string, int64_t> range_calls;
+  for (size_t i = 1; i < ranges.size(); ++i)
+    range_calls[ranges[i]["name"].get<std::string>()] = ranges[i]["calls"].get<int64_t>();
+  CHECK(range_calls["sonata::step"] == result.steps);
+  CHECK(range_calls["sonata::step::optimizer"] == result.steps);
+  CHECK(range_calls["sonata::eval"] == 12);
+  CHECK(range_calls["sonata::eval::greedy_decode"] > 0);
   std::vector<double> losses;
   int evaluations = 0;
   for (const auto& record : read_jsonl(options.metrics)) {

@@ -190,11 +190,17 @@ class SpeechEvalPass : public EvalPass {
 
     const TrainerOptions& options = task_.options_;
     const Tensor log_probs = output.x.to(Device::cpu());
-    const auto greedy = ctc_greedy_decode(log_probs, output.lengths, Vocabulary::kBlank);
+    std::vector<std::vector<int64_t>> greedy;
+    {
+      SONATA_NVTX_RANGE("sonata::eval::greedy_decode");
+      greedy = ctc_greedy_decode(log_probs, output.lengths, Vocabulary::kBlank);
+    }
     std::vector<CtcHypothesis> beams;
-    if (options.beam_width > 0)
+    if (options.beam_width > 0) {
+      SONATA_NVTX_RANGE("sonata::eval::beam_search");
       beams = ctc_beam_search(log_probs, output.lengths,
                               {.blank = Vocabulary::kBlank, .beam_width = options.beam_width});
+    }
     for (size_t n = 0; n < clips.size(); ++n) {
       const size_t item = size_t(clips[n]);
       const std::string greedy_text = task_.vocabulary_.decode(greedy[n]);

@@ -22,6 +22,7 @@
 #include "tools/trainer/metrics_log.h"
 #include "tools/trainer/precision.h"
 #include "tools/trainer/progress.h"
+#include "tools/trainer/range_report.h"
 #include "tools/trainer/sampler_choice.h"
 #include "tools/trainer/strategy/single_process_strategy.h"
 #include "tools/trainer/training_state.h"
@@ -100,6 +101,7 @@ class Run {
   // What loading the data found (skipped inputs, warnings): printed, and one "data" record.
   void report_data();
   EvalResult evaluate(const std::string& split, int64_t epoch);
+  void write_range_report();  // --range-times
   void save_checkpoint(const TrainPosition& position, std::optional<double> metric);
   bool finished() const { return step_ >= total_steps_ || stop_requested_; }
   // --profile-steps: the CUDA profiler's capture around steps [profile_first_, profile_last_].
@@ -177,6 +179,7 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
   cast_for_precision(model_, compute_dtype(o.precision));
   model_.train();
   std::tie(profile_first_, profile_last_) = o.profile_range();
+  if (!o.range_times.empty()) range_times_enable(true);
 }
 
 TrainResult Run::evaluate_only() {
@@ -196,6 +199,7 @@ TrainResult Run::evaluate_only() {
   }
   if (task_.has_split("val")) result_.last_val = evaluate("val", -1);
   if (task_.has_split("test")) result_.test = evaluate("test", -1);
+  write_range_report();
   return result_;
 }
 
@@ -301,7 +305,16 @@ TrainResult Run::train() {
   result_.steps = step_;
   if (!result_.stopped_bad && !stop_requested_ && task_.has_split("test"))
     result_.test = evaluate("test", epochs_ - 1);
+  write_range_report();
   return result_;
+}
+
+void Run::write_range_report() {
+  if (o_.range_times.empty()) return;
+  range_times_enable(false);
+  const std::string path = world_ > 1 ? str(o_.range_times, ".rank", rank_) : o_.range_times;
+  write_range_times(path, seconds_since(run_start_));
+  progress_.print(str("host time per range in ", path));
 }
 
 double Run::schedule_position(int64_t step) const {
@@ -481,6 +494,7 @@ void Run::report_data() {
 }
 
 EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
+  SONATA_NVTX_RANGE("sonata::eval");
   EvalCounts counts = strategy_->evaluate(task_, split, device_, rank_, world_);
   // Every rank has the same names, in the map's order.
   std::vector<double> values;
@@ -502,6 +516,7 @@ EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
 
 void Run::save_checkpoint(const TrainPosition& position, std::optional<double> metric) {
   if (o_.checkpoint_dir.empty() || last_saved_step_ == position.step) return;
+  SONATA_NVTX_RANGE("sonata::checkpoint");
   // Only good checkpoints: none while the loss is non-finite (the weights are then those of
   // the last good step anyway, and resuming into the NaN run would help no one). Where
   // every rank takes part in saving, they decide alike.

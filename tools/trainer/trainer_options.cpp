@@ -236,6 +236,10 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.add_option("--profile-steps", o.profile_steps,
                  "A:B: capture steps A..B only (nsys --capture-range=cudaProfilerApi)")
       ->group(run);
+  app.add_option("--range-times", o.range_times,
+                 "JSONL file: host time per NVTX range (op, phase), written when the run ends; "
+                 "a CPU profile (on cuda only launch time)")
+      ->group(run);
 
   const char* parallel = "Data parallel (mpirun -np R ./trainer ...)";
   app.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MiB (the first: 1 MiB)")

@@ -84,6 +84,7 @@ struct TrainerOptions {
   bool sortagrad = false;
   bool class_balanced = false;  // classification: sample classes equally often
   std::string profile_steps;    // "A:B": cudaProfilerStart before step A, Stop after step B
+  std::string range_times;      // JSONL of host time per NVTX range, written at the end
 
   // Data parallel (under mpirun / srun).
   double bucket_mb = 25;  // gradient bucket cap (the first bucket: 1 MiB)
