@@ -1,11 +1,14 @@
 #include "kernels/cpu/gemm.h"
 
+#include <type_traits>
+
 #if SONATA_WITH_BLAS
 #include <cblas.h>
 #endif
 
 #include "base/nvtx.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/gemm_packed.h"
 #include "kernels/cpu/gemm_skinny.h"
 
 namespace sonata::kernels::cpu {
@@ -53,14 +56,21 @@ void gemm(DType dtype, const GemmShape& shape, double alpha, const void* a, cons
   dispatch_f32_f64(dtype, "gemm", [&]<typename T>() {
     // Each product is threaded inside; batches run one after another.
     const bool skinny = skinny_gemm_applies(shape);
+    const bool packed = !skinny && std::is_same_v<T, float> && packed_sgemm_applies(shape);
     for (int64_t i = 0; i < shape.batch; ++i) {
       const T* a_i = static_cast<const T*>(a) + i * shape.stride_a;
       const T* b_i = static_cast<const T*>(b) + i * shape.stride_b;
       T* c_i = static_cast<T*>(c) + i * shape.stride_c;
-      if (skinny)
+      if (skinny) {
         skinny_gemm<T>(shape, T(alpha), a_i, b_i, T(beta), c_i);
-      else
+      } else if constexpr (std::is_same_v<T, float>) {
+        if (packed)
+          packed_sgemm(shape, float(alpha), a_i, b_i, float(beta), c_i);
+        else
+          blas_gemm(T(), shape, alpha, a_i, b_i, beta, c_i);
+      } else {
         blas_gemm(T(), shape, alpha, a_i, b_i, beta, c_i);
+      }
     }
   });
 }

@@ -1,12 +1,15 @@
-// The hand-written few-rows / short-inner GEMM against a double-precision triple loop, for
-// every transposition, padded leading dimensions and each kind of beta.
+// The hand-written CPU GEMMs (few-rows / short-inner, and the packed AVX-512 sgemm) against a
+// double-precision triple loop, for every transposition, padded leading dimensions, edge
+// tiles and blocks, and each kind of beta.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/gemm_packed.h"
 #include "kernels/cpu/gemm_skinny.h"
 
 using namespace sonata::kernels;
@@ -14,9 +17,11 @@ using namespace sonata::kernels::cpu;
 
 namespace {
 
+enum class Kernel { skinny, packed };
+
 template <typename T>
-void check_case(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, double beta,
-                double tolerance) {
+void check_case(Kernel kernel, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
+                double beta, double tolerance) {
   GemmShape s;
   s.m = m, s.n = n, s.k = k, s.trans_a = trans_a, s.trans_b = trans_b;
   // Leading dimensions padded past the logical width, so a wrong stride reads junk.
@@ -34,8 +39,13 @@ void check_case(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, dou
     for (T& v : c) v = T(NAN);
   const std::vector<T> c_before = c;
   const double alpha = 0.75;
-  REQUIRE(skinny_gemm_applies(s));
-  skinny_gemm<T>(s, T(alpha), a.data(), b.data(), T(beta), c.data());
+  if (kernel == Kernel::skinny) {
+    REQUIRE(skinny_gemm_applies(s));
+    skinny_gemm<T>(s, T(alpha), a.data(), b.data(), T(beta), c.data());
+  } else {
+    if constexpr (std::is_same_v<T, float>)
+      packed_sgemm(s, float(alpha), a.data(), b.data(), float(beta), c.data());
+  }
   // The worst error over C, checked once per case (millions of REQUIREs are slow).
   double worst = 0;
   for (int64_t i = 0; i < m; ++i)
@@ -79,8 +89,8 @@ TEST_CASE("skinny GEMM matches a triple loop in every layout", "[ops][linalg][ge
     for (bool trans_a : {false, true})
       for (bool trans_b : {false, true})
         for (double beta : {0.0, 1.0, -0.5}) {
-          check_case<double>(d.m, d.n, d.k, trans_a, trans_b, beta, 1e-13);
-          check_case<float>(d.m, d.n, d.k, trans_a, trans_b, beta, 2e-5);
+          check_case<double>(Kernel::skinny, d.m, d.n, d.k, trans_a, trans_b, beta, 1e-13);
+          check_case<float>(Kernel::skinny, d.m, d.n, d.k, trans_a, trans_b, beta, 2e-5);
         }
 }
 
@@ -94,4 +104,43 @@ TEST_CASE("skinny GEMM leaves large products to BLAS", "[ops][linalg][gemm]") {
   CHECK(skinny_gemm_applies(s));
   s.n = 0;
   CHECK_FALSE(skinny_gemm_applies(s));
+}
+
+TEST_CASE("packed sgemm matches a triple loop in every layout", "[ops][linalg][gemm]") {
+  GemmShape probe;
+  probe.m = 64, probe.n = 64, probe.k = 256;
+  if (!packed_sgemm_applies(probe)) {
+    WARN("this build has no AVX-512 sgemm (no AVX-512, or SONATA_PACKED_SGEMM=0): skipped");
+    return;
+  }
+  struct Dims {
+    int64_t m, n, k;
+  };
+  // Whole tiles; ragged tiles in m, n and k; past one block of rows (256), of columns (3072)
+  // and of depth (192, several slices so beta applies once); tall-narrow and short-wide C,
+  // which the threads split along different sides.
+  const std::vector<Dims> dims = {{64, 96, 192}, {13, 50, 17},    {300, 100, 400},
+                                  {9, 3100, 40}, {520, 24, 200},  {33, 47, 1000},
+                                  {8, 48, 16},   {257, 3073, 193}};
+  for (const Dims& d : dims)
+    for (bool trans_a : {false, true})
+      for (bool trans_b : {false, true})
+        for (double beta : {0.0, 1.0, -0.5})
+          check_case<float>(Kernel::packed, d.m, d.n, d.k, trans_a, trans_b, beta,
+                            2e-6 * std::sqrt(double(d.k)));
+}
+
+TEST_CASE("packed sgemm takes only products large enough to repay packing", "[ops][linalg][gemm]") {
+  GemmShape s;
+  s.m = 64, s.n = 64, s.k = 256;
+  const bool available = packed_sgemm_applies(s);
+  if (!available) WARN("this build has no AVX-512 sgemm: only the refusals are checked");
+  s.m = 4;  // fewer rows than a register tile
+  CHECK_FALSE(packed_sgemm_applies(s));
+  s.m = 64, s.k = 8;
+  CHECK_FALSE(packed_sgemm_applies(s));
+  s.k = 256, s.n = 8;
+  CHECK_FALSE(packed_sgemm_applies(s));
+  s.m = 16, s.n = 24, s.k = 16;  // too little work
+  CHECK_FALSE(packed_sgemm_applies(s));
 }
