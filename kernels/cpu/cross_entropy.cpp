@@ -9,6 +9,7 @@
 
 #include "base/nvtx.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/fast_math.h"
 
 namespace sonata::kernels::cpu {
 namespace {
@@ -54,10 +55,13 @@ void cross_entropy_forward(DType dtype, const void* scores, const int64_t* targe
       double peak = 0, log_total = 0;
       if (normalize) {
         peak = -std::numeric_limits<double>::infinity();
+#pragma omp simd reduction(max : peak)
         for (int64_t c = 0; c < classes; ++c) peak = std::max(peak, double(z[c * inner]));
         if (std::isinf(peak) && peak < 0) peak = 0;
+        // exp_f64, not std::exp: glibc's is a scalar call, and this loop is the whole op.
         double total = 0;
-        for (int64_t c = 0; c < classes; ++c) total += std::exp(double(z[c * inner]) - peak);
+#pragma omp simd reduction(+ : total)
+        for (int64_t c = 0; c < classes; ++c) total += exp_f64(double(z[c * inner]) - peak);
         log_total = std::log(total);
       }
       static_cast<S*>(log_sum_exp)[2 * at] = S(peak);
@@ -113,7 +117,7 @@ void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scor
       // The softmax term collects every class's share of the target distribution's weight.
       const double p_coefficient = normalize ? (1 - s) * w_t + smooth_share * all_weights : 0;
       for (int64_t c = 0; c < classes; ++c) {
-        const double p = normalize ? std::exp((double(z[c * inner]) - peak) - log_total) : 0;
+        const double p = normalize ? exp_f64((double(z[c * inner]) - peak) - log_total) : 0;
         const double hit = c == t ? (1 - s) * w_t : 0;
         gz[c * inner] =
             T(g * (p * p_coefficient - hit - smooth_share * class_weight<T>(weight, c)));
