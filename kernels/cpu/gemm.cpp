@@ -48,6 +48,13 @@ void blas_gemm(T, const GemmShape& s, double alpha, const T* a, const T* b, doub
 }
 #endif
 
+// The AVX-512 sgemm for float; double never takes it (gemm's `packed` is false there).
+void packed_gemm(const GemmShape& s, double alpha, const float* a, const float* b, double beta,
+                 float* c) {
+  packed_sgemm(s, float(alpha), a, b, float(beta), c);
+}
+void packed_gemm(const GemmShape&, double, const double*, const double*, double, double*) {}
+
 }  // namespace
 
 void gemm(DType dtype, const GemmShape& shape, double alpha, const void* a, const void* b,
@@ -61,16 +68,12 @@ void gemm(DType dtype, const GemmShape& shape, double alpha, const void* a, cons
       const T* a_i = static_cast<const T*>(a) + i * shape.stride_a;
       const T* b_i = static_cast<const T*>(b) + i * shape.stride_b;
       T* c_i = static_cast<T*>(c) + i * shape.stride_c;
-      if (skinny) {
+      if (skinny)
         skinny_gemm<T>(shape, T(alpha), a_i, b_i, T(beta), c_i);
-      } else if constexpr (std::is_same_v<T, float>) {
-        if (packed)
-          packed_sgemm(shape, float(alpha), a_i, b_i, float(beta), c_i);
-        else
-          blas_gemm(T(), shape, alpha, a_i, b_i, beta, c_i);
-      } else {
+      else if (packed)
+        packed_gemm(shape, alpha, a_i, b_i, beta, c_i);
+      else
         blas_gemm(T(), shape, alpha, a_i, b_i, beta, c_i);
-      }
     }
   });
 }

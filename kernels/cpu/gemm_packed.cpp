@@ -55,14 +55,24 @@ class PackBuffer {
 
 thread_local PackBuffer packed_a_buffer, packed_b_buffer;
 
+// Calls fill(first, live, panel) for each panel of `width` lines (rows of A, columns of B)
+// of `extent`, each panel `width * depth` floats of `out`; a last, partial panel is zeroed
+// first, so that the tiles multiply its missing lines by zero.
+template <typename Fill>
+void for_each_panel(int64_t extent, int64_t width, int64_t depth, float* out, Fill fill) {
+  for (int64_t first = 0; first < extent; first += width) {
+    const int64_t live = std::min(width, extent - first);
+    float* panel = out + first * depth;
+    if (live < width) std::memset(panel, 0, sizeof(float) * size_t(width * depth));
+    fill(first, live, panel);
+  }
+}
+
 // op(A)[rows, depth] starting at (row0, p0), times alpha, as panels of kTileRows rows:
 // panel r holds, for each p, its 8 rows' values together (zero past the last row).
 void pack_a(const GemmShape& s, const float* a, float alpha, int64_t row0, int64_t rows, int64_t p0,
             int64_t depth, float* out) {
-  for (int64_t r = 0; r < rows; r += kTileRows) {
-    const int64_t live = std::min(kTileRows, rows - r);
-    float* panel = out + r * depth;
-    if (live < kTileRows) std::memset(panel, 0, sizeof(float) * size_t(kTileRows * depth));
+  for_each_panel(rows, kTileRows, depth, out, [&](int64_t r, int64_t live, float* panel) {
     if (s.trans_a) {
       // A stored [k, m]: each p's rows lie side by side.
       for (int64_t p = 0; p < depth; ++p) {
@@ -75,17 +85,14 @@ void pack_a(const GemmShape& s, const float* a, float alpha, int64_t row0, int64
         for (int64_t p = 0; p < depth; ++p) panel[p * kTileRows + i] = alpha * src[p];
       }
     }
-  }
+  });
 }
 
 // op(B)[depth, columns] starting at (p0, column0) as panels of kTileColumns columns: panel q
 // holds, for each p, its 48 columns' values together (zero past the last column).
 void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64_t column0,
             int64_t columns, float* out) {
-  for (int64_t q = 0; q < columns; q += kTileColumns) {
-    const int64_t live = std::min(kTileColumns, columns - q);
-    float* panel = out + q * depth;
-    if (live < kTileColumns) std::memset(panel, 0, sizeof(float) * size_t(kTileColumns * depth));
+  for_each_panel(columns, kTileColumns, depth, out, [&](int64_t q, int64_t live, float* panel) {
     if (s.trans_b) {
       // B stored [n, k]: each column is contiguous in p.
       for (int64_t j = 0; j < live; ++j) {
@@ -97,7 +104,7 @@ void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64
         std::memcpy(panel + p * kTileColumns, b + (p0 + p) * s.ldb + column0 + q,
                     sizeof(float) * size_t(live));
     }
-  }
+  });
 }
 
 // C[8, 48] tile (or its top-left rows x columns) = beta * C + panel_a * panel_b over depth.
