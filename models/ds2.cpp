@@ -171,21 +171,21 @@ LayerSequence Ds2::make_layers() {
     for (size_t k = 0; k < rnns_.size(); ++k) {
       BatchRnn* rnn = rnns_[k].get();
       layers.push_back(
-          {str("rnns.", k), {{str("rnns.", k), rnns_[k]}}, [rnn](const LayerValue& in) {
-             return LayerValue{rnn->forward(in.x, in.lengths), in.lengths};
-           }});
+          module_layer(str("rnns.", k), {{str("rnns.", k), rnns_[k]}}, [rnn](const LayerValue& in) {
+            return LayerValue{rnn->forward(in.x, in.lengths), in.lengths};
+          }));
     }
   } else {
     RecurrentBase* rnn = rnn_.get();
-    layers.push_back({"rnn", {{"rnn", rnn_}}, [rnn](const LayerValue& in) {
-                        return LayerValue{rnn->forward(in.x, in.lengths).output, in.lengths};
-                      }});
+    layers.push_back(module_layer("rnn", {{"rnn", rnn_}}, [rnn](const LayerValue& in) {
+      return LayerValue{rnn->forward(in.x, in.lengths).output, in.lengths};
+    }));
   }
   // forward_logits() runs this Linear alone, without the normalisation.
   Linear* fc = fc_.get();
-  layers.push_back({"fc", {{"fc", fc_}}, [fc](const LayerValue& in) {
-                      return LayerValue{log_probabilities(fc->forward(in.x)), in.lengths};
-                    }});
+  layers.push_back(module_layer("fc", {{"fc", fc_}}, [fc](const LayerValue& in) {
+    return LayerValue{log_probabilities(fc->forward(in.x)), in.lengths};
+  }));
   return layers;
 }
 

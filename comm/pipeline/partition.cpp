@@ -58,6 +58,77 @@ std::vector<LayerRange> partition_balanced(const std::vector<double>& costs, int
   return ranges;
 }
 
+namespace {
+
+// The largest total cost of a stage.
+double busiest(const std::vector<double>& costs, const std::vector<LayerRange>& ranges) {
+  double most = 0;
+  for (const LayerRange& range : ranges) {
+    double total = 0;
+    for (size_t i = range.begin; i < range.end; ++i) total += costs[i];
+    most = std::max(most, total);
+  }
+  return most;
+}
+
+// One chunk of the fine-grained sequence: rows [begin, end) of layer `layer` (the whole
+// layer when it is not cut).
+struct Chunk {
+  size_t layer;
+  int64_t begin, end;
+};
+
+}  // namespace
+
+StagePlan partition_with_row_pieces(const LayerSequence& layers, const std::vector<double>& costs,
+                                    int stages) {
+  SONATA_CHECK(costs.size() == layers.size(), "pipeline: ", costs.size(), " costs for ",
+               layers.size(), " layers");
+  StagePlan plan;
+  plan.layers = layers;
+  plan.ranges = partition_balanced(costs, stages);
+  if (stages == 1) return plan;
+
+  std::vector<Chunk> chunks;
+  std::vector<double> chunk_costs;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const int64_t pieces =
+        layers[i].rows > 0 ? std::min<int64_t>(layers[i].rows, kRowChunksPerStage * stages) : 1;
+    for (int64_t c = 0; c < pieces; ++c) {
+      const int64_t rows = std::max<int64_t>(layers[i].rows, 1);
+      chunks.push_back({i, rows * c / pieces, rows * (c + 1) / pieces});
+      chunk_costs.push_back(costs[i] / double(pieces));
+    }
+  }
+  if (chunks.size() == layers.size()) return plan;
+  const std::vector<LayerRange> fine = partition_balanced(chunk_costs, stages);
+  if (busiest(chunk_costs, fine) > 0.9 * busiest(costs, plan.ranges)) return plan;
+
+  plan.layers.clear();
+  plan.ranges.clear();
+  std::vector<bool> cut(layers.size(), false);
+  for (const LayerRange& range : fine) {
+    const size_t first = plan.layers.size();
+    for (size_t c = range.begin; c < range.end;) {
+      const size_t layer = chunks[c].layer;
+      size_t next = c;
+      while (next < range.end && chunks[next].layer == layer) ++next;
+      const int64_t begin = chunks[c].begin, end = chunks[next - 1].end;
+      if (layers[layer].rows > 0 && (begin > 0 || end < layers[layer].rows)) {
+        plan.layers.push_back(row_piece(layers[layer], begin, end));
+        cut[layer] = true;
+      } else {
+        plan.layers.push_back(layers[layer]);
+      }
+      c = next;
+    }
+    plan.ranges.push_back({first, plan.layers.size()});
+  }
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (cut[i]) plan.cut_layers.push_back(layers[i].name);
+  return plan;
+}
+
 std::vector<double> measure_layer_times(const LayerSequence& layers, const LayerValue& sample) {
   using Clock = std::chrono::steady_clock;
   const LayerRange all{0, layers.size()};
@@ -106,6 +177,21 @@ std::string partition_str(const std::vector<LayerRange>& stages) {
   for (size_t s = 0; s < stages.size(); ++s) {
     if (s) out << " | ";
     out << stages[s].begin << "-" << (stages[s].end - 1);
+  }
+  return out.str();
+}
+
+std::string stage_plan_str(const StagePlan& plan) {
+  std::ostringstream out;
+  out << partition_str(plan.ranges);
+  for (const std::string& name : plan.cut_layers) {
+    out << "; " << name << " rows ";
+    bool first = true;
+    for (const ModelLayer& layer : plan.layers)
+      if (layer.shard.rows > 0 && layer.name.rfind(name + "[", 0) == 0) {  // row_piece's name
+        out << (first ? "" : " | ") << layer.shard.begin << "-" << (layer.shard.end - 1);
+        first = false;
+      }
   }
   return out.str();
 }

@@ -1,5 +1,6 @@
 #include "comm/pipeline/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -60,6 +61,15 @@ NamedTensors PipelineStage::other_stages_state() const {
     for (auto& [name, tensor] : layer_state_dict(layers_, ranges_[s]))
       if (!is_mine(tensor)) others.emplace_back(name, tensor);
   }
+  // The whole layers that were cut into row pieces: every stage trains pieces instead.
+  std::vector<const Module*> seen;
+  for (const ModelLayer& layer : layers_)
+    for (const auto& [prefix, module] : layer.whole) {
+      if (std::find(seen.begin(), seen.end(), module.get()) != seen.end()) continue;
+      seen.push_back(module.get());
+      for (auto& [name, tensor] : module->state_dict())
+        others.emplace_back(prefix + "." + name, tensor);
+    }
   return others;
 }
 

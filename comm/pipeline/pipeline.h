@@ -50,7 +50,8 @@ class PipelineStage {
   NamedTensors named_parameters() const { return layer_parameters(layers_, range()); }
   std::vector<Tensor> parameters() const;
   NamedTensors state_dict() const { return layer_state_dict(layers_, range()); }
-  // The other stages' parameters and buffers (those this stage shares left out).
+  // The other stages' parameters and buffers (those this stage shares left out), and those
+  // of the whole layers cut into row pieces (ModelLayer::whole), which no stage trains.
   NamedTensors other_stages_state() const;
   // Frees the storage of other_stages_state() (engine/nn/release.h), so that this process
   // holds only its stage's weights; their handles stay valid and can be filled again.

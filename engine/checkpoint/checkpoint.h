@@ -110,6 +110,10 @@ TrainingState load_checkpoint(const std::string& path, CheckpointSource* source 
 struct CheckpointSelection {
   std::function<bool(const std::string&)> model;      // of model.safetensors
   std::function<bool(const std::string&)> optimizer;  // of state.safetensors
+  // Of a selected tensor, only rows [first, second) along dim 0 (a pipeline stage's piece of
+  // a layer cut by rows); nullopt, or no function, reads it whole.
+  using RowsOf = std::function<std::optional<std::pair<int64_t, int64_t>>(const std::string&)>;
+  RowsOf model_rows, optimizer_rows;
 };
 // A checkpoint read in part: what every model tensor is, from the header, besides the
 // selected tensors, so that check_compatible can judge the whole checkpoint.

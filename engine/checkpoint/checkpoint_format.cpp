@@ -67,10 +67,16 @@ std::vector<std::string> selected_names(const std::vector<TensorSpec>& specs,
 // The selected tensors of one file of the step folder, and what every tensor of it is.
 SafetensorsContents load_selected(const std::string& folder, const char* file,
                                   const std::function<bool(const std::string&)>& selected,
+                                  const CheckpointSelection::RowsOf& rows_of,
                                   std::vector<TensorSpec>* specs) {
   return read_file(folder, file, [&](const std::string& path) {
     *specs = read_safetensors_header(path).tensors;
-    return load_safetensors_tensors(path, selected_names(*specs, selected));
+    const std::vector<std::string> names = selected_names(*specs, selected);
+    SafetensorsRows rows;
+    if (rows_of)
+      for (const std::string& name : names)
+        if (const auto range = rows_of(name)) rows[name] = *range;
+    return load_safetensors_tensors(path, names, rows);
   });
 }
 
@@ -131,10 +137,12 @@ PartialTrainingState read_step_folder_part(const std::string& folder,
                                            const CheckpointSelection& selection) {
   PartialTrainingState part;
   part.state.model =
-      load_selected(folder, kModelFile, selection.model, &part.model_in_file).tensors;
+      load_selected(folder, kModelFile, selection.model, selection.model_rows,
+                    &part.model_in_file).tensors;
   std::vector<TensorSpec> optimizer_specs;
   SafetensorsContents contents =
-      load_selected(folder, kStateFile, selection.optimizer, &optimizer_specs);
+      load_selected(folder, kStateFile, selection.optimizer, selection.optimizer_rows,
+                    &optimizer_specs);
   read_state_metadata(folder, contents.metadata, part.state);
   part.state.optimizer.tensors = std::move(contents.tensors);
   return part;

@@ -64,8 +64,12 @@ SafetensorsHeader read_safetensors_header(const std::string& path);
 // streamed through its checksum on the way (when it has one) and only the named tensors are
 // kept, so that reading part of a file costs memory for that part alone and still refuses a
 // damaged file, as load_safetensors does.
+// `rows` keeps only rows [first, second) along dim 0 of the tensors it names (a piece of a
+// layer cut by rows across pipeline stages); a range outside a tensor's dim 0 is an error.
+using SafetensorsRows = std::map<std::string, std::pair<int64_t, int64_t>>;
 SafetensorsContents load_safetensors_tensors(const std::string& path,
-                                             const std::vector<std::string>& names);
+                                             const std::vector<std::string>& names,
+                                             const SafetensorsRows& rows = {});
 
 // Checking a file on disk without loading its tensors: `sizes` reads the header alone and
 // checks that the file holds exactly the bytes it describes (cheap: finds truncated and

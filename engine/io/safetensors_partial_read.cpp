@@ -67,7 +67,8 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
 }
 
 SafetensorsContents load_safetensors_tensors(const std::string& path,
-                                             const std::vector<std::string>& names) {
+                                             const std::vector<std::string>& names,
+                                             const SafetensorsRows& rows) {
   OpenFile file;
   open_file(path, file);
   std::set<std::string> wanted(names.begin(), names.end());
@@ -107,13 +108,25 @@ SafetensorsContents load_safetensors_tensors(const std::string& path,
   };
   for (const safetensors_header::Entry& entry : file.header.entries) {
     if (!wanted.count(entry.spec.name)) continue;
-    Tensor tensor = empty(entry.spec.shape, TensorOptions{}.with(entry.spec.dtype));
-    const uint64_t bytes = entry.end - entry.begin;
+    // Rows [first, second) of a C-order tensor are one run of bytes.
+    Shape shape = entry.spec.shape;
+    uint64_t skip = 0, bytes = entry.end - entry.begin;
+    if (const auto range = rows.find(entry.spec.name); range != rows.end()) {
+      const auto [first, last] = range->second;
+      SONATA_CHECK(!shape.empty() && 0 <= first && first <= last && last <= shape[0], path,
+                   ": rows [", first, ", ", last, ") of tensor '", entry.spec.name,
+                   "' lie outside its shape ", shape_str(shape));
+      const uint64_t row_bytes = bytes / uint64_t(std::max<int64_t>(shape[0], 1));
+      skip = uint64_t(first) * row_bytes;
+      bytes = uint64_t(last - first) * row_bytes;
+      shape[0] = last - first;
+    }
+    Tensor tensor = empty(shape, TensorOptions{}.with(entry.spec.dtype));
     if (bytes > 0) {  // an empty tensor's offset may lie anywhere; it moves nothing
-      pass_to(entry.begin);
+      pass_to(entry.begin + skip);
       read_exactly(file.in, tensor.data_ptr(), bytes, path);
       if (checked) computed->update(tensor.data_ptr(), size_t(bytes));
-      at = entry.end;
+      at = entry.begin + skip + bytes;
     }
     const auto* data = static_cast<const uint8_t*>(tensor.data_ptr());
     // Any other byte in a bool would be undefined behaviour wherever the tensor is read.

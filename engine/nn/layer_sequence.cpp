@@ -1,6 +1,7 @@
 #include "engine/nn/layer_sequence.h"
 
 #include "base/error.h"
+#include "engine/ops.h"
 
 namespace sonata {
 namespace {
@@ -48,6 +49,42 @@ LayerValue run_layers(const LayerSequence& layers, LayerRange range, LayerValue 
   check_range(layers, range);
   for (size_t i = range.begin; i < range.end; ++i) value = layers[i].forward(value);
   return value;
+}
+
+ModelLayer module_layer(std::string name, NamedModules modules,
+                        std::function<LayerValue(const LayerValue&)> forward) {
+  ModelLayer layer;
+  layer.name = std::move(name);
+  layer.modules = std::move(modules);
+  layer.forward = std::move(forward);
+  return layer;
+}
+
+ModelLayer row_piece(const ModelLayer& layer, int64_t begin, int64_t end) {
+  SONATA_CHECK(layer.rows > 0 && layer.piece, "layer ", layer.name, " cannot be cut into rows");
+  SONATA_CHECK(0 <= begin && begin < end && end <= layer.rows, "layer ", layer.name, ": rows [",
+               begin, ", ", end, ") lie outside its ", layer.rows);
+  ModelLayer piece = layer.piece(begin, end);
+  piece.name = str(layer.name, "[", begin, ":", end, "]");
+  piece.rows = 0;
+  piece.piece = nullptr;
+  piece.shard = {begin, end, layer.rows};
+  piece.whole = layer.modules;
+  return piece;
+}
+
+LayerValue run_row_piece(Module& piece, int64_t in_features, RowShard shard, const LayerValue& in) {
+  const Tensor& carried = in.x;
+  const int64_t last = carried.dim() - 1;
+  SONATA_CHECK(carried.dim() >= 1 && carried.size(last) == in_features + shard.begin, "row piece [",
+               shard.begin, ":", shard.end, "]: expected ", in_features + shard.begin,
+               " features along the last dim, got ", shape_str(carried.shape()));
+  const bool first = shard.begin == 0, last_piece = shard.end == shard.rows;
+  const Tensor x = first ? carried : carried.slice(last, 0, in_features);
+  const Tensor y = piece.forward(x);
+  if (!last_piece) return {cat({carried, y}, last), in.lengths};
+  if (first) return {y, in.lengths};
+  return {cat({carried.slice(last, in_features, in_features + shard.begin), y}, last), in.lengths};
 }
 
 }  // namespace sonata

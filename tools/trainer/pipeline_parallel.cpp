@@ -60,14 +60,15 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
   LayerSequence layers = task.pipeline_layers();
   SONATA_CHECK(layers.size() >= size_t(stage_count_), "--pipeline-stages ", stage_count_,
                ": the model has only ", layers.size(), " layers to cut into stages");
-  std::vector<LayerRange> ranges;
+  StagePlan plan;
   std::string basis;
   if (!options.pipeline_cuts.empty()) {
     const std::vector<size_t> cuts = parse_cuts(options.pipeline_cuts);
     SONATA_CHECK(cuts.size() + 1 == size_t(stage_count_), "--pipeline-cuts '",
                  options.pipeline_cuts, "' makes ", cuts.size() + 1, " stages, not the ",
                  stage_count_, " of --pipeline-stages");
-    ranges = partition_at(layers.size(), cuts);
+    plan.ranges = partition_at(layers.size(), cuts);
+    plan.layers = std::move(layers);
     basis = "at --pipeline-cuts";
   } else if (options.pipeline_balance == "time") {
     // One rank measures (timings differ between ranks) and every rank cuts by its figures.
@@ -78,28 +79,38 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
         items.push_back(i);
       costs = measure_layer_times(layers, task.pipeline_input(task.prepare(items, 0), device));
     }
-    ranges = partition_balanced(broadcast_costs(*world_, costs), stage_count_);
+    plan = partition_with_row_pieces(layers, broadcast_costs(*world_, costs), stage_count_);
     basis = "by measured time";
   } else {
-    ranges = partition_balanced(layer_parameter_bytes(layers), stage_count_);
+    plan = partition_with_row_pieces(layers, layer_parameter_bytes(layers), stage_count_);
     basis = "by parameter bytes";
   }
-  partition_text_ = str(partition_str(ranges), ", ", basis);
+  partition_text_ = str(stage_plan_str(plan), ", ", basis);
 
-  // Which rank of replica 0 (world rank = stage) holds each entry of the model's state.
-  std::map<std::string, int> owner;
+  // Which stages (world ranks of replica 0) hold each entry of the model's state, and which
+  // rows of it where a layer is cut.
+  std::map<std::string, std::vector<StatePart>> parts;
   for (int s = 0; s < stage_count_; ++s)
-    for (const auto& [name, tensor] : layer_state_dict(layers, ranges[size_t(s)])) owner[name] = s;
+    for (size_t i = plan.ranges[size_t(s)].begin; i < plan.ranges[size_t(s)].end; ++i) {
+      const ModelLayer& layer = plan.layers[i];
+      for (const auto& [prefix, module] : layer.modules)
+        for (const auto& [name, tensor] : module->state_dict()) {
+          std::vector<StatePart>& holders = parts[prefix + "." + name];
+          // A tensor two stages share is written from the later one, as before.
+          if (layer.shard.rows == 0) holders.clear();
+          holders.push_back({s, layer.shard});
+        }
+    }
   for (const auto& [name, tensor] : task.model().state_dict()) {
-    const auto found = owner.find(name);
-    SONATA_CHECK(found != owner.end(), "--pipeline-stages: the model's '", name,
+    const auto found = parts.find(name);
+    SONATA_CHECK(found != parts.end(), "--pipeline-stages: the model's '", name,
                  "' belongs to none of its pipeline layers");
-    state_owner_.push_back(found->second);
+    state_parts_.push_back(found->second);
     state_names_.push_back(name);
     state_shapes_.push_back(tensor.shape());
   }
 
-  stage_ = std::make_shared<PipelineStage>(std::move(layers), ranges, stage_index_);
+  stage_ = std::make_shared<PipelineStage>(std::move(plan.layers), plan.ranges, stage_index_);
   PipelineOptions pipeline_options;
   pipeline_options.schedule = schedule_;
   pipeline_options.micro_batches = int(options.accum_steps);
@@ -115,12 +126,27 @@ std::string PipelineParallel::describe() const {
              replica_count_ > 1 ? str(", x ", replica_count_, " data-parallel replicas") : "");
 }
 
+const PipelineParallel::StatePart* PipelineParallel::part_of_mine(size_t k) const {
+  for (const StatePart& part : state_parts_[k])
+    if (part.stage == stage_index_) return &part;
+  return nullptr;
+}
+
 std::vector<ParamGroup> PipelineParallel::stage_param_groups(const std::vector<ParamGroup>& whole) {
-  const std::vector<Tensor> mine = parameters();
-  auto is_mine = [&](const Tensor& param) {
-    return std::any_of(mine.begin(), mine.end(), [&](const Tensor& p) { return p.same(param); });
+  // A whole parameter is this stage's when the stage holds it, or holds rows of it (a row
+  // piece under the same name, which takes its place in the groups).
+  std::map<std::string, size_t> entry;
+  for (size_t k = 0; k < state_names_.size(); ++k) entry[state_names_[k]] = k;
+  std::map<std::string, Tensor> mine;
+  for (const auto& [name, param] : stage_->named_parameters()) mine[name] = param;
+  const NamedTensors whole_params = task_.model().named_parameters();
+  auto name_of = [&](const Tensor& param) -> const std::string* {
+    for (const auto& [name, p] : whole_params)
+      if (p.same(param)) return &name;
+    return nullptr;
   };
   optimizer_index_.clear();
+  optimizer_shard_.clear();
   whole_group_sizes_.clear();
   stage_group_sizes_.clear();
   std::vector<ParamGroup> groups;
@@ -128,9 +154,14 @@ std::vector<ParamGroup> PipelineParallel::stage_param_groups(const std::vector<P
   for (const ParamGroup& group : whole) {
     ParamGroup stage_group{{}, group.options};
     for (const Tensor& param : group.params) {
-      if (is_mine(param)) {
-        stage_group.params.push_back(param);
+      const std::string* name = name_of(param);
+      SONATA_CHECK(name, "--pipeline-stages: optimizer parameter ", index,
+                   " is none of the model's parameters");
+      const StatePart* part = part_of_mine(entry.at(*name));
+      if (part) {
+        stage_group.params.push_back(mine.at(*name));
         optimizer_index_.push_back(index);
+        optimizer_shard_.push_back(part->shard);
       }
       ++index;
     }
@@ -231,21 +262,30 @@ Tensor PipelineParallel::clip_global_norm(const std::vector<Tensor>& params, dou
 
 void PipelineParallel::sync_model() {
   // Entry by entry in state_dict order, every rank alike: from the world rank of replica 0
-  // that trains it.
+  // that trains it, or for a cut layer its rows from each stage holding them.
   const NamedTensors state = task_.model().state_dict();
-  SONATA_CHECK(state.size() == state_owner_.size(), "--pipeline-stages: the model's state has ",
-               state.size(), " entries, its pipeline stages ", state_owner_.size());
+  SONATA_CHECK(state.size() == state_parts_.size(), "--pipeline-stages: the model's state has ",
+               state.size(), " entries, its pipeline stages ", state_parts_.size());
+  std::map<std::string, Tensor> pieces;
+  for (const auto& [name, tensor] : stage_->state_dict()) pieces[name] = tensor;
+  NoGradGuard no_grad;
   for (size_t k = 0; k < state.size(); ++k) {
     Tensor tensor = state[k].second;
-    // A released entry gets storage again (then the broadcast fills it).
+    // A released entry gets storage again (then the broadcasts fill it).
     if (tensor.shape() != state_shapes_[k])
       tensor.set_data(empty(state_shapes_[k], tensor.options()));
-    if (tensor.device() == world_->device() && tensor.is_contiguous()) {
-      world_->broadcast(tensor, state_owner_[k])->synchronize();
-    } else {
-      Tensor staged = tensor.contiguous().to(world_->device());
-      world_->broadcast(staged, state_owner_[k])->synchronize();
-      tensor.copy_(staged.to(tensor.device()));
+    for (const StatePart& part : state_parts_[k]) {
+      Tensor rows = part.shard.rows == 0 ? tensor
+                                         : tensor.slice(0, part.shard.begin, part.shard.end);
+      if (part.shard.rows != 0 && part.stage == stage_index_ && replica_ == 0)
+        rows.copy_(pieces.at(state_names_[k]));
+      if (rows.device() == world_->device() && rows.is_contiguous()) {
+        world_->broadcast(rows, part.stage)->synchronize();
+      } else {
+        Tensor staged = rows.contiguous().to(world_->device());
+        world_->broadcast(staged, part.stage)->synchronize();
+        rows.copy_(staged.to(rows.device()));
+      }
     }
   }
   released_ = false;

@@ -13,6 +13,10 @@
 // from replica 0's stages (the end of a run, for whoever uses the model next); the next step
 // releases the other stages again.
 //
+// A layer larger than a stage's share of the model (VGG's classifier.0) may be cut into row
+// pieces across consecutive stages (partition_with_row_pieces, comm/pipeline/partition.h):
+// each of those stages trains rows of it, and no rank keeps the whole layer.
+//
 // Checkpoints stay the single-process ones, under the whole model's names and parameter
 // indices, and no rank assembles one whole. To save, replica 0's stages send world
 // rank 0 the names, dtypes and shapes of their state first, so that it writes each file's
@@ -102,7 +106,12 @@ class PipelineParallel {
   // What this stage reads of a one-process checkpoint on resume: its model entries, and the
   // optimizer state of its parameters (one process's numbering, which
   // stage_optimizer_state() renumbers). Needs stage_param_groups() first.
+  // For a layer cut into row pieces, the selection reads this stage's rows alone.
   CheckpointSelection checkpoint_selection() const;
+  // Resume: the entries of a checkpoint's `model` (read by checkpoint_selection()) that are
+  // this stage's row pieces copied into them and removed, leaving those the whole model
+  // loads.
+  void take_model_pieces(NamedTensors& model) const;
 
  private:
   std::shared_ptr<ProcessGroup> world_;
@@ -115,16 +124,24 @@ class PipelineParallel {
   std::unique_ptr<Reducer> reducer_;
   std::string partition_text_;
   PipelineSchedule schedule_;
-  // The whole model's state_dict names and shapes, with the world rank of replica 0 that
-  // holds each entry.
+  // The whole model's state_dict names and shapes, with the stages (the world ranks of
+  // replica 0) that hold each entry: one stage holds it whole, or, for a layer cut into
+  // row pieces, each of several stages holds rows of it (in row order).
+  struct StatePart {
+    int stage = 0;
+    RowShard shard;  // rows == 0: the whole entry
+  };
   std::vector<std::string> state_names_;
   std::vector<Shape> state_shapes_;
-  std::vector<int> state_owner_;
+  std::vector<std::vector<StatePart>> state_parts_;
+  // This stage's part of entry `k` of the whole model's state (nullptr: none).
+  const StatePart* part_of_mine(size_t k) const;
   bool released_ = false;  // the other stages' storage is given back
   // This stage's optimizer parameter k is the whole model's optimizer_index_[k]; the whole
   // model's optimizer groups hold whole_group_sizes_[g] parameters, this stage's
   // stage_group_sizes_[g].
   std::vector<int64_t> optimizer_index_;
+  std::vector<RowShard> optimizer_shard_;  // of this stage's parameter k (rows 0: whole)
   std::vector<size_t> whole_group_sizes_, stage_group_sizes_;
 
   // This stage's share of a checkpoint in the order the writer fetches it: its model

@@ -254,6 +254,7 @@ TrainResult Run::train() {
       PartialTrainingState loaded =
           selection ? load_resume_checkpoint_part(path, o_, *selection, &source)
                     : PartialTrainingState{load_resume_checkpoint(path, o_, &source), {}};
+      strategy_->take_model_pieces(loaded.state.model);
       loaded.state.optimizer = strategy_->local_optimizer_state(std::move(loaded.state.optimizer));
       start = restore_training_state(loaded.state, o_, task_, *optimizer_, *scaler_, &notes,
                                      selection ? &loaded.model_in_file : nullptr);

@@ -46,6 +46,11 @@ std::optional<CheckpointSelection> PipelineStrategy::checkpoint_selection() cons
   return pipeline_->checkpoint_selection();
 }
 
+// The rows of a cut layer go to this stage's pieces, not the (released) whole model.
+void PipelineStrategy::take_model_pieces(NamedTensors& model) const {
+  pipeline_->take_model_pieces(model);
+}
+
 OptimizerState PipelineStrategy::local_optimizer_state(OptimizerState whole) const {
   return pipeline_->stage_optimizer_state(whole);
 }

@@ -35,6 +35,7 @@ class PipelineStrategy : public TrainingStrategy {
                         double max_norm) override;
   std::vector<ParamGroup> optimizer_groups(std::vector<ParamGroup> whole) const override;
   std::optional<CheckpointSelection> checkpoint_selection() const override;
+  void take_model_pieces(NamedTensors& model) const override;
   OptimizerState local_optimizer_state(OptimizerState whole) const override;
   EvalCounts evaluate(Task& task, const std::string& split, Device device, int64_t rank,
                       int64_t world) override;

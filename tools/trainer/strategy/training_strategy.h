@@ -80,6 +80,10 @@ class TrainingStrategy {
   }
   // Which tensors of a checkpoint this rank reads on resume (nullopt: all of them).
   virtual std::optional<CheckpointSelection> checkpoint_selection() const { return std::nullopt; }
+  // A resumed checkpoint's model entries that this rank holds outside the model (a pipeline
+  // stage's row pieces of a cut layer) taken out of `model` into their place; what remains
+  // goes to the model.
+  virtual void take_model_pieces(NamedTensors& /*model*/) const {}
   // A resumed checkpoint's optimizer state (one process's numbering) as this rank's optimizer
   // holds it.
   virtual OptimizerState local_optimizer_state(OptimizerState whole) const { return whole; }
