@@ -17,9 +17,12 @@
 // the other stages' are released once it is built); measured bubble: the ranks' mean share
 // of the step spent blocked
 // on receives and sends (pipelines: idling for a neighbour, stage imbalance included),
-// against the ideal (S - 1) / (M + S - 1). Stages are balanced by each layer's forward and
-// backward time measured once on rank 0 (--balance time), or by parameter bytes. Global
-// batch and micro-batches are fixed per step.
+// against the ideal (S - 1) / (M + S - 1). Stages are balanced by parameter bytes, as the
+// trainer's --pipeline-balance defaults to (a layer larger than a stage's share cut into
+// row pieces), or by each layer's forward and backward time measured once on rank 0
+// (--balance time: VGG's compute lies in its convolutions and its weights in its
+// classifier, so contiguous stages balance one or the other). Global batch and
+// micro-batches are fixed per step.
 // --epochs N first trains each strategy from the same initial weights for N epochs over a
 // synthetic classification set of --epoch-items spectrogram-like images
 // (bench/synthetic_spectrograms.h; shuffled per epoch, the last partial batch
@@ -67,8 +70,8 @@ struct Options {
   int64_t image = 64, in_channels = 1, classes = 16, batch = 32;
   int micro_batches = 4, steps = 5, warmup = 2;
   int64_t epoch_items = 1600;
-  std::string balance = "time";  // time (measured) | params (bytes)
-  int epochs = 0;                // 0: timed steps only
+  std::string balance = "params";  // params (bytes) | time (measured)
+  int epochs = 0;                  // 0: timed steps only
   int64_t eval_items = 512;
   std::optional<double> lr, momentum;  // SGD's; defaults below
   std::string optimizer = "sgd";       // sgd | adamw
@@ -92,12 +95,18 @@ std::unique_ptr<Optimizer> make_optimizer(const Options& o, std::vector<Tensor> 
   return std::make_unique<SGD>(std::move(params), sgd_options(o));
 }
 
-// This rank's training state: its parameters (released ones hold nothing), their gradients
-// and the optimizer's buffers.
-int64_t state_bytes(const Module& model, const Optimizer& optimizer) {
+// This rank's training state: the parameters it trains (a pipeline stage's, row pieces of a
+// cut layer included), their gradients and the optimizer's buffers; and whatever else of
+// the model still holds storage (nothing, once a stage released the others).
+int64_t state_bytes(const Module& model, const std::vector<Tensor>& trained,
+                    const Optimizer& optimizer) {
   int64_t bytes = named_tensor_bytes(optimizer.state_dict().tensors);
+  std::vector<Tensor> counted = trained;
   for (const auto& [name, param] : model.named_parameters())
-    bytes += tensor_bytes(param) + tensor_bytes(param.grad());
+    if (std::none_of(trained.begin(), trained.end(),
+                     [&](const Tensor& t) { return t.same(param); }))
+      counted.push_back(param);
+  for (const Tensor& param : counted) bytes += tensor_bytes(param) + tensor_bytes(param.grad());
   return bytes;
 }
 
@@ -267,7 +276,7 @@ Row run_single(const Options& o, ProcessGroup& world, const TrainingSets* sets) 
       o, world, sets, active, {0, o.batch}, step, [&] { return rank0_state(world, *model); }, row);
   measure(
       o, world, active, row, [&] { return step(batch.x, batch.labels); },
-      [&] { return state_bytes(*model, *optimizer); });
+      [&] { return state_bytes(*model, model->parameters(), *optimizer); });
   return row;
 }
 
@@ -292,7 +301,7 @@ Row run_data_parallel(const Options& o, const std::shared_ptr<ProcessGroup>& wor
       [&] { return rank0_state(*world, *model); }, row);
   measure(
       o, *world, true, row, [&] { return step(batch.x, batch.labels); },
-      [&] { return state_bytes(*model, *optimizer); });
+      [&] { return state_bytes(*model, model->parameters(), *optimizer); });
   return row;
 }
 
@@ -323,11 +332,12 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
   } else {
     costs = layer_parameter_bytes(layers);
   }
-  const std::vector<LayerRange> ranges = partition_balanced(costs, stages);
+  // As the trainer cuts: a layer larger than a stage's share goes in row pieces.
+  StagePlan plan = partition_with_row_pieces(layers, costs, stages);
   if (world.rank() == 0)
     std::fprintf(stderr, "bench_parallel: %s stages %s\n", strategy.c_str(),
-                 partition_str(ranges).c_str());
-  auto stage = std::make_shared<PipelineStage>(std::move(layers), ranges, s);
+                 stage_plan_str(plan).c_str());
+  auto stage = std::make_shared<PipelineStage>(std::move(plan.layers), plan.ranges, s);
   Pipeline pipeline(
       stage_group, stage,
       [](const LayerValue& out, const std::vector<Tensor>& targets) {
@@ -350,10 +360,10 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
   const int64_t rows = o.batch / replicas;
   train_and_evaluate(
       o, world, sets, true, {replica * rows, rows}, step,
-      [&] { return gather_state_dict(*stage_group, stage->state_dict()); }, row);
+      [&] { return merge_row_pieces(gather_state_dict(*stage_group, stage->state_dict())); }, row);
   measure(
       o, world, true, row, [&] { return step(batch.x, batch.labels); },
-      [&] { return state_bytes(*model, *optimizer); });
+      [&] { return state_bytes(*model, stage->parameters(), *optimizer); });
   return row;
 }
 

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/ops.h"
 
 namespace sonata {
 namespace {
@@ -127,6 +128,22 @@ NamedTensors gather_state_dict(ProcessGroup& group, const NamedTensors& stage_st
     }
   }
   return full;
+}
+
+NamedTensors merge_row_pieces(const NamedTensors& gathered) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<Tensor>> pieces;
+  for (const auto& [name, tensor] : gathered) {
+    std::vector<Tensor>& of_name = pieces[name];
+    if (of_name.empty()) order.push_back(name);
+    of_name.push_back(tensor);
+  }
+  NamedTensors merged;
+  for (const std::string& name : order) {
+    const std::vector<Tensor>& of_name = pieces.at(name);
+    merged.emplace_back(name, of_name.size() == 1 ? of_name[0] : cat(of_name, 0));
+  }
+  return merged;
 }
 
 std::vector<std::vector<TensorSpec>> gather_state_specs(ProcessGroup& group,

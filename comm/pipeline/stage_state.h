@@ -16,6 +16,11 @@ namespace sonata {
 // state_dict when the ranks hold the stages in order). Elsewhere: empty.
 NamedTensors gather_state_dict(ProcessGroup& group, const NamedTensors& stage_state);
 
+// A gathered state whose layers were cut into row pieces (comm/pipeline/partition.h): the
+// entries of one name, in order, concatenated along dim 0 into one, where the name first
+// appears. Entries of unique names pass as they are.
+NamedTensors merge_row_pieces(const NamedTensors& gathered);
+
 // On rank 0: what every rank's `stage_state` holds (names, dtypes, shapes), by rank, without
 // the data; elsewhere: empty. For a writer that fetches the tensors one at a time later.
 std::vector<std::vector<TensorSpec>> gather_state_specs(ProcessGroup& group,

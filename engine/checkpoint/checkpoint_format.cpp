@@ -137,12 +137,11 @@ PartialTrainingState read_step_folder_part(const std::string& folder,
                                            const CheckpointSelection& selection) {
   PartialTrainingState part;
   part.state.model =
-      load_selected(folder, kModelFile, selection.model, selection.model_rows,
-                    &part.model_in_file).tensors;
+      load_selected(folder, kModelFile, selection.model, selection.model_rows, &part.model_in_file)
+          .tensors;
   std::vector<TensorSpec> optimizer_specs;
-  SafetensorsContents contents =
-      load_selected(folder, kStateFile, selection.optimizer, selection.optimizer_rows,
-                    &optimizer_specs);
+  SafetensorsContents contents = load_selected(folder, kStateFile, selection.optimizer,
+                                               selection.optimizer_rows, &optimizer_specs);
   read_state_metadata(folder, contents.metadata, part.state);
   part.state.optimizer.tensors = std::move(contents.tensors);
   return part;

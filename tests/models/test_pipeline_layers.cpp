@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "engine/nn/layer_sequence.h"
 #include "engine/ops.h"
 #include "engine/random.h"
@@ -236,4 +237,71 @@ TEST_CASE("every cut of vgg19_bn's layers into two stages gives its forward and 
                     },
                     {x, Tensor()});
   }
+}
+
+TEST_CASE("a Linear cut into row pieces gives the whole layer's values and gradients",
+          "[models][pipeline]") {
+  const auto model = narrow_vgg();
+  model->train();
+  const LayerSequence layers = model->pipeline_layers();
+  size_t at = layers.size();
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (layers[i].name == "classifier.0") at = i;
+  REQUIRE(at < layers.size());
+  const ModelLayer& whole = layers[at];
+  REQUIRE(whole.rows > 0);
+  const int64_t rows = whole.rows, a = rows / 3, b = 2 * rows / 3;
+  LayerSequence cut(layers.begin(), layers.begin() + std::ptrdiff_t(at));
+  for (const auto& [begin, end] :
+       std::vector<std::pair<int64_t, int64_t>>{{0, a}, {a, b}, {b, rows}})
+    cut.push_back(row_piece(whole, begin, end));
+  cut.insert(cut.end(), layers.begin() + std::ptrdiff_t(at) + 1, layers.end());
+  CHECK(cut[at].name == str("classifier.0[0:", a, "]"));
+  CHECK(cut[at + 1].shard == RowShard{a, b, rows});
+  // The pieces are the whole layer's rows, under its names.
+  const NamedTensors whole_state = whole.modules[0].second->state_dict();
+  const NamedTensors middle = layer_state_dict(cut, {at + 1, at + 2});
+  REQUIRE(middle.size() == whole_state.size());
+  for (size_t i = 0; i < middle.size(); ++i) {
+    CHECK(middle[i].first == "classifier.0." + whole_state[i].first);
+    CHECK(max_difference(middle[i].second, whole_state[i].second.slice(0, a, b)) == 0.0);
+    CHECK_FALSE(middle[i].second.same(whole_state[i].second));
+  }
+
+  manual_seed(5);
+  const Tensor x = randn({3, 2, 32, 32}, TensorOptions{}.with(DType::f64));
+  const StepResult expected = whole_step(*model,
+                                         [&](const LayerValue& in) {
+                                           return LayerValue{model->forward(in.x), Tensor()};
+                                         },
+                                         {x, Tensor()});
+  // A stage boundary before, between and after the pieces: what crosses is one tensor.
+  for (size_t boundary = at; boundary <= at + 3; ++boundary) {
+    INFO("stage boundary before layer " << boundary << " (the pieces are " << at << "-" << at + 2
+                                        << ")");
+    for (const ModelLayer& layer : cut)
+      for (const auto& [prefix, module] : layer.modules) module->zero_grad();
+    Tensor input = x.detach().set_requires_grad(true);
+    const LayerValue first = run_layers(cut, {0, boundary}, {input, Tensor()});
+    Tensor sent = first.x.detach().set_requires_grad(true);
+    const LayerValue out = run_layers(cut, {boundary, cut.size()}, {sent, Tensor()});
+    weighted_sum(out.x).backward();
+    first.x.backward(sent.grad());
+    CHECK(max_difference(out.x, expected.output) < 1e-12);
+    CHECK(max_difference(input.grad(), expected.input_grad) < 1e-12);
+    // Every parameter's gradient: the pieces' concatenated where the layer is cut.
+    std::map<std::string, std::vector<Tensor>> grads;
+    for (const auto& [name, param] : layer_parameters(cut, {0, cut.size()}))
+      grads[name].push_back(param.grad());
+    const NamedTensors params = model->named_parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      INFO(params[i].first);
+      const std::vector<Tensor>& of_name = grads.at(params[i].first);
+      const Tensor grad = of_name.size() == 1 ? of_name[0] : cat(of_name, 0);
+      CHECK(max_difference(grad, expected.parameter_grads[i]) < 1e-12);
+    }
+  }
+  CHECK_THROWS_WITH(row_piece(whole, 0, rows + 1),
+                    Catch::Contains("classifier.0") && Catch::Contains("lie outside"));
+  CHECK_THROWS_WITH(row_piece(layers[at - 1], 0, 1), Catch::Contains("cannot be cut into rows"));
 }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -171,6 +172,46 @@ TEST_CASE(
   CHECK_THAT(error_of([&] { load_safetensors_tensors(path, {"c.scale"}); }),
              Catch::Contains(path) && Catch::Contains("do not match the file's checksum"));
   CHECK_THAT(error_of([&] { load_safetensors_tensors(path, {}); }),
+             Catch::Contains("do not match the file's checksum"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("reading rows of a tensor keeps those rows alone and still checks the whole file",
+          "[io][safetensors]") {
+  const std::string path = temp_path("rows.safetensors");
+  std::vector<float> counting(15);
+  for (size_t i = 0; i < counting.size(); ++i) counting[i] = float(i);
+  const Tensor weight = from_vector(counting, {5, 3});
+  const Tensor bias = from_vector(std::vector<double>{0, 1, 2, 3, 4}, {5});
+  save_safetensors(path, {{"fc.weight", weight}, {"fc.bias", bias}});
+
+  const SafetensorsContents part = load_safetensors_tensors(
+      path, {"fc.weight", "fc.bias"}, {{"fc.weight", {1, 4}}, {"fc.bias", {4, 5}}});
+  REQUIRE(part.tensors.size() == 2);
+  std::map<std::string, Tensor> read(part.tensors.begin(), part.tensors.end());
+  CHECK(read.at("fc.weight").shape() == Shape{3, 3});
+  CHECK(read.at("fc.weight").to_vector<float>() ==
+        weight.slice(0, 1, 4).contiguous().to_vector<float>());
+  CHECK(read.at("fc.bias").to_vector<double>() == std::vector<double>{4});
+  // No rows: an empty piece, still a tensor of the file's other dims.
+  CHECK(load_safetensors_tensors(path, {"fc.weight"}, {{"fc.weight", {2, 2}}})
+            .tensors[0]
+            .second.shape() == Shape{0, 3});
+
+  CHECK_THAT(error_of([&] {
+               load_safetensors_tensors(path, {"fc.weight"}, {{"fc.weight", {3, 6}}});
+             }),
+             Catch::Contains(path) && Catch::Contains("rows [3, 6) of tensor 'fc.weight'") &&
+                 Catch::Contains("[5, 3]"));
+
+  // A byte flipped in rows not read: the file is refused all the same.
+  std::vector<uint8_t> bytes = read_bytes(path);
+  bytes[bytes.size() - 1] ^= 0x40;  // in the last row of the last tensor, not read below
+  write_bytes(path, bytes);
+  CHECK_THAT(error_of([&] {
+               load_safetensors_tensors(path, {"fc.weight", "fc.bias"},
+                                        {{"fc.weight", {0, 1}}, {"fc.bias", {0, 1}}});
+             }),
              Catch::Contains("do not match the file's checksum"));
   std::remove(path.c_str());
 }

@@ -72,12 +72,11 @@ MergedFile merge_parts(const std::vector<std::pair<TensorSpec, int>>& listed,
       merged.file->parts.emplace_back();
     } else {
       TensorSpec& whole = merged.specs[found->second];
-      SONATA_CHECK(whole.dtype == spec.dtype && whole.shape.size() == spec.shape.size() &&
-                       !spec.shape.empty() &&
-                       std::equal(spec.shape.begin() + 1, spec.shape.end(),
-                                  whole.shape.begin() + 1),
-                   "--pipeline-stages: the stages' parts of '", spec.name,
-                   "' are not rows of one tensor");
+      SONATA_CHECK(
+          whole.dtype == spec.dtype && whole.shape.size() == spec.shape.size() &&
+              !spec.shape.empty() &&
+              std::equal(spec.shape.begin() + 1, spec.shape.end(), whole.shape.begin() + 1),
+          "--pipeline-stages: the stages' parts of '", spec.name, "' are not rows of one tensor");
       whole.shape[0] += rows;
     }
     merged.file->parts[found->second].push_back({holder, own[i], rows});
@@ -219,8 +218,8 @@ CheckpointSelection PipelineParallel::checkpoint_selection() const {
       model.insert(state_names_[k]);
       if (part->shard.rows > 0) rows[state_names_[k]] = {part->shard.begin, part->shard.end};
     }
-  selection.model_rows = [rows](const std::string& name)
-      -> std::optional<std::pair<int64_t, int64_t>> {
+  selection.model_rows =
+      [rows](const std::string& name) -> std::optional<std::pair<int64_t, int64_t>> {
     const auto found = rows.find(name);
     if (found == rows.end()) return std::nullopt;
     return found->second;
@@ -235,8 +234,8 @@ CheckpointSelection PipelineParallel::checkpoint_selection() const {
   // The optimizer's names are known once the file is open: every tensor of a cut parameter's
   // state (Adam's moments, SGD's momentum) has that parameter's shape, so its rows are those
   // of the parameter.
-  selection.optimizer_rows = [shards](const std::string& name)
-      -> std::optional<std::pair<int64_t, int64_t>> {
+  selection.optimizer_rows =
+      [shards](const std::string& name) -> std::optional<std::pair<int64_t, int64_t>> {
     const auto found = shards.find(optimizer_state_index(name));
     if (found == shards.end() || found->second.rows == 0) return std::nullopt;
     return std::pair{found->second.begin, found->second.end};

@@ -275,8 +275,8 @@ void PipelineParallel::sync_model() {
     if (tensor.shape() != state_shapes_[k])
       tensor.set_data(empty(state_shapes_[k], tensor.options()));
     for (const StatePart& part : state_parts_[k]) {
-      Tensor rows = part.shard.rows == 0 ? tensor
-                                         : tensor.slice(0, part.shard.begin, part.shard.end);
+      Tensor rows =
+          part.shard.rows == 0 ? tensor : tensor.slice(0, part.shard.begin, part.shard.end);
       if (part.shard.rows != 0 && part.stage == stage_index_ && replica_ == 0)
         rows.copy_(pieces.at(state_names_[k]));
       if (rows.device() == world_->device() && rows.is_contiguous()) {
