@@ -49,7 +49,7 @@ std::vector<double> broadcast_costs(ProcessGroup& group, const std::vector<doubl
 std::string partition_str(const std::vector<LayerRange>& stages);
 
 // partition_str of the plan's stages, and how its cut layers' rows fall on them:
-// "0-49 | 49-52; classifier.0 rows 0-1279 | 1280-2047".
+// "0-22 | 23-29; classifier.0 rows 0-1023 | 1024-2047" (each piece counts as a layer).
 std::string stage_plan_str(const StagePlan& plan);
 
 }  // namespace sonata

@@ -72,6 +72,29 @@ TEST_CASE("partitions at cut points and balanced by cost", "[comm][pipeline][par
   CHECK_THROWS_WITH(partition_balanced({1, 2}, 3), Catch::Contains("3 stages"));
 }
 
+TEST_CASE("a layer heavier than a stage's share is cut into row pieces, only where it helps",
+          "[comm][pipeline][partition]") {
+  auto identity = [](const LayerValue& in) { return in; };
+  LayerSequence layers = {module_layer("a", {}, identity), module_layer("b", {}, identity),
+                          module_layer("fc", {}, identity)};
+  layers[2].rows = 16;
+  layers[2].piece = [&](int64_t, int64_t) { return module_layer("", {}, identity); };
+  // Costs 1 1 6 in 2 stages: whole layers give a | b | fc at best, 6 on the last stage. As 16
+  // chunks of 0.375 the best is a, b and 5 rows (3.875) | 11 rows (4.125).
+  const StagePlan cut = partition_with_row_pieces(layers, {1, 1, 6}, 2);
+  CHECK(stage_plan_str(cut) == "0-2 | 3-3; fc rows 0-4 | 5-15");
+  CHECK(cut.cut_layers == std::vector<std::string>{"fc"});
+  REQUIRE(cut.layers.size() == 4);
+  CHECK(cut.layers[2].name == "fc[0:5]");
+  CHECK(cut.layers[3].shard == RowShard{5, 16, 16});
+  // Costs 4 4: whole layers already balance; no cut.
+  const StagePlan whole = partition_with_row_pieces({layers[1], layers[2]}, {4, 4}, 2);
+  CHECK(stage_plan_str(whole) == "0-0 | 1-1");
+  CHECK(whole.cut_layers.empty());
+  // One stage: nothing to cut.
+  CHECK(partition_with_row_pieces(layers, {1, 1, 6}, 1).layers.size() == 3);
+}
+
 TEST_CASE("micro-batches split dim 0 as tensor_split does", "[comm][pipeline]") {
   CHECK(micro_batch_sizes(6, 3) == std::vector<int64_t>{2, 2, 2});
   CHECK(micro_batch_sizes(7, 3) == std::vector<int64_t>{3, 2, 2});
