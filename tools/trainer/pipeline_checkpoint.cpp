@@ -40,7 +40,7 @@ struct StreamedFile {
       // Rows of a C-order tensor: contiguous, received in place.
       Tensor rows = pieces.size() == 1 ? value : value.slice(0, row, row + part.rows);
       if (part.holder == 0) {
-        rows.copy_(part.own.to(rows.device()));
+        rows.copy_(part.own.detach().to(rows.device()));
       } else {
         group->recv(rows, part.holder, kCheckpointTensorTag)->synchronize();
       }

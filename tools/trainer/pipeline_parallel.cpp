@@ -10,6 +10,7 @@
 #include "comm/pipeline/partition.h"
 #include "comm/pipeline/stage_state.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/nn/release.h"
 #include "engine/optim/clip_grad.h"
 #include "tools/trainer/optimizer_state_names.h"
 
@@ -111,6 +112,15 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
   }
 
   stage_ = std::make_shared<PipelineStage>(std::move(plan.layers), plan.ranges, stage_index_);
+  // The other stages' row pieces are copies no one here reads: their storage goes now (the
+  // whole model's entries wait for start_training(), the optimizer's groups being built from
+  // their shapes).
+  for (int s = 0; s < stage_count_; ++s) {
+    if (s == stage_index_) continue;
+    for (size_t i = stage_->ranges()[size_t(s)].begin; i < stage_->ranges()[size_t(s)].end; ++i)
+      if (stage_->layers()[i].shard.rows > 0)
+        release_storage(layer_state_dict(stage_->layers(), {i, i + 1}));
+  }
   PipelineOptions pipeline_options;
   pipeline_options.schedule = schedule_;
   pipeline_options.micro_batches = int(options.accum_steps);
