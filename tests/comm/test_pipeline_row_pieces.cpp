@@ -35,23 +35,13 @@ using sonata::testing::shared_comm_group;
 
 namespace {
 
-// A narrow VGG19_BN on 32x32 images of 8 tone tracks, AdamW, 2 micro-batches per step.
+// tiny_vgg_options on 8 tone tracks, 2 epochs of AdamW.
 TrainerOptions tiny_vgg(const std::string& corpus) {
-  TrainerOptions options;
-  options.model = "vgg19_bn";
-  options.model_config = {{"width", "0.0625"}, {"dropout", "0"}};  // no dropout draws to align
-  options.train_manifest = sonata::testing::write_tone_tracks(corpus, 8);
-  options.features.sample_rate = 16000;
-  options.slice_seconds = 1.0;
-  options.image_height = 32;
-  options.image_width = 32;
-  options.batch_size = 2;
-  options.accum_steps = 2;
+  TrainerOptions options =
+      sonata::testing::tiny_vgg_options(sonata::testing::write_tone_tracks(corpus, 8));
   options.epochs = 2;
   options.optimizer = "adamw";
   options.lr = 1e-3;
-  options.progress = "none";
-  options.workers = 1;
   options.metrics = corpus + "/metrics.jsonl";
   return options;
 }

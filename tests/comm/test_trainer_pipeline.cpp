@@ -222,21 +222,10 @@ TEST_CASE("trainer --pipeline-stages trains vgg19_bn as one process does",
   const std::string corpus = folder + "/corpus_" + std::to_string(world.rank());
   std::filesystem::create_directories(corpus);
   const std::string manifest = sonata::testing::write_tone_tracks(corpus, 8);  // 8 images
-  TrainerOptions options;
-  options.model = "vgg19_bn";
-  options.model_config = {{"width", "0.0625"}, {"dropout", "0"}};  // no dropout draws to align
-  options.train_manifest = manifest;
-  options.features.sample_rate = 16000;
-  options.slice_seconds = 1.0;
-  options.image_height = 32;
-  options.image_width = 32;
-  options.batch_size = 2;
-  options.accum_steps = 2;
+  TrainerOptions options = sonata::testing::tiny_vgg_options(manifest);
   options.epochs = 1;
   options.optimizer = "sgd";
   options.lr = 1e-2;
-  options.progress = "none";
-  options.workers = 1;
   auto run = [&](TrainerOptions run_options, std::shared_ptr<ProcessGroup> group) {
     manual_seed(run_options.seed);
     auto task = std::make_unique<ClassTask>(run_options);

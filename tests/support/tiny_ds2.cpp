@@ -22,6 +22,22 @@ TrainerOptions tiny_ds2_options(const std::string& train_manifest) {
   return options;
 }
 
+TrainerOptions tiny_vgg_options(const std::string& train_manifest) {
+  TrainerOptions options;
+  options.model = "vgg19_bn";
+  options.model_config = {{"width", "0.0625"}, {"dropout", "0"}};
+  options.train_manifest = train_manifest;
+  options.features.sample_rate = 16000;
+  options.slice_seconds = 1.0;
+  options.image_height = 32;
+  options.image_width = 32;
+  options.batch_size = 2;
+  options.accum_steps = 2;
+  options.progress = "none";
+  options.workers = 1;
+  return options;
+}
+
 PipelineLoss task_pipeline_loss(Task& task, Device device) {
   return [&task, device](const LayerValue& output, const std::vector<Tensor>& targets) {
     return task.pipeline_loss(output, targets, device);

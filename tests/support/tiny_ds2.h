@@ -16,6 +16,11 @@ std::string rank_corpus_folder(const std::string& job_folder, int rank);
 
 TrainerOptions tiny_ds2_options(const std::string& train_manifest);
 
+// The image family's smallest run: VGG19_BN at width 1/16 without dropout (no dropout draws,
+// so that parallel runs align with one process) on 32x32 images of 1 s slices of a tone-track
+// manifest (tests/support/audio_files.h, 16 kHz), batches of 2 with 2 micro-batches per step.
+TrainerOptions tiny_vgg_options(const std::string& train_manifest);
+
 // The last stage's loss as the pipeline tests hand it to PipelineParallel: the task's
 // pipeline_loss, unscaled. `task` must outlive the pipeline.
 PipelineLoss task_pipeline_loss(Task& task, Device device);
