@@ -57,6 +57,7 @@
 #include "engine/ops/loss.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/sgd.h"
+#include "engine/deferred_init.h"
 #include "engine/random.h"
 #include "models/vgg.h"
 
@@ -144,7 +145,10 @@ double peak_mb(Device device) {
   return double(stats.peak_allocated_bytes) / double(1 << 20);
 }
 
-std::shared_ptr<Vgg> make_model(const Options& o) {
+// `deferred`: built as a pipeline stage builds it (engine/deferred_init.h), memory for none
+// of it until a stage materialises its own tensors.
+std::shared_ptr<Vgg> make_model(const Options& o, bool deferred = false) {
+  DeferredInitScope scope(deferred);
   manual_seed(7);
   VggOptions options;
   options.num_classes = o.classes;
@@ -321,7 +325,8 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
   const auto stage_group = world.split(replica, s);
   const auto replica_group = world.split(s, replica);
 
-  auto model = make_model(o);
+  // Timing every layer needs them all made on each rank; by bytes no rank makes another's.
+  auto model = make_model(o, o.balance != "time");
   LayerSequence layers = model->pipeline_layers();
   const Batch batch = make_batch(o, o.batch / replicas);
   std::vector<double> costs;
@@ -344,7 +349,10 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
         return cross_entropy(out.x, targets[0]);
       },
       PipelineOptions{schedule, micro_batches});
-  // This rank keeps only its stage's weights (built whole, as one process builds them).
+  // This rank makes and keeps only its stage's weights (as one process makes them).
+  std::vector<Tensor> own;
+  for (const auto& [name, tensor] : stage->state_dict()) own.push_back(tensor);
+  materialise(own);
   stage->release_other_stages();
   const auto optimizer = make_optimizer(o, stage->parameters());
   std::unique_ptr<Reducer> reducer;

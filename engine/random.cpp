@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/deferred_init.h"
 #include "engine/ops/backend.h"
 
 namespace sonata {
@@ -30,6 +31,14 @@ Tensor& fill_random(Tensor& t, Distribution distribution, double p0, double p1, 
   SONATA_CHECK(!(GradMode::enabled() && t.requires_grad()),
                "random fill: in-place change of a tensor that requires grad");
   Generator& g = gen ? *gen : default_generator();
+  if (is_deferred(t)) {
+    // The same blocks reserved as an eager fill's, so that what follows draws alike.
+    const DeferredInit::Kind kind = distribution == Distribution::uniform
+                                        ? DeferredInit::Kind::uniform
+                                        : DeferredInit::Kind::normal;
+    defer_random(t, kind, p0, p1, g.seed(), g.subsequence(), g.reserve(t.numel()));
+    return t;
+  }
   Tensor target = t.is_contiguous() ? t : empty_like(t);
   const uint64_t offset = g.reserve(t.numel());
   if (t.numel() > 0) {

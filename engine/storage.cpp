@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "engine/allocator.h"
+#include "engine/deferred_init.h"
 
 #if SONATA_WITH_CUDA
 #include "engine/cuda/cuda_allocator.h"
@@ -43,6 +44,12 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device, bool pi
 #else
   throw Error(str("cannot allocate on ", device.str(), ": ", cuda_unavailable_reason()));
 #endif
+}
+
+std::shared_ptr<Storage> Storage::deferred(Device device, std::shared_ptr<DeferredInit> recipe) {
+  auto storage = std::make_shared<Storage>(nullptr, 0, device, Deleter());
+  storage->deferred_init_ = std::move(recipe);
+  return storage;
 }
 
 void Storage::record_stream(StreamHandle stream) {

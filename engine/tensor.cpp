@@ -11,6 +11,7 @@
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/node.h"
 #include "engine/autograd/record.h"
+#include "engine/deferred_init.h"
 #include "engine/ops.h"
 #include "engine/ops/backend.h"
 #include "engine/ops/op_utils.h"
@@ -131,6 +132,7 @@ bool Tensor::is_contiguous() const {
 }
 
 void* Tensor::data_ptr() const {
+  if (impl().storage->deferred_init()) throw_deferred_access(*this);
   return static_cast<char*>(impl().storage->data()) + offset() * int64_t(dtype_size(dtype()));
 }
 
@@ -282,6 +284,7 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::to(DType target) const {
   if (target == dtype()) return *this;
+  if (is_deferred(*this)) return deferred_moved(*this, device(), target);
   return cast(*this, target);
 }
 
@@ -336,6 +339,7 @@ void copy_between_devices(const Tensor& source, const Tensor& out, size_t nbytes
 
 Tensor Tensor::to(Device target, bool non_blocking) const {
   if (target == device()) return *this;
+  if (is_deferred(*this)) return deferred_moved(*this, target, dtype());
   const Tensor source = contiguous();
   TensorOptions opts = options().with(target);
   opts.pinned = target.is_cpu() && non_blocking && cuda_available();
@@ -410,7 +414,9 @@ Tensor& Tensor::copy_(const Tensor& source) {
 
 Tensor& Tensor::fill_(double value) {
   check_inplace(*this, "fill_");
-  if (is_contiguous()) {
+  if (is_deferred(*this)) {
+    defer_constant(*this, value);
+  } else if (is_contiguous()) {
     SONATA_BACKEND(device(), fill, dtype(), data_ptr(), numel(), value);
   } else {
     copy_(full({}, value, options()));
@@ -518,6 +524,7 @@ void Tensor::register_grad_ready_hook(GradReadyHook hook) {
 
 Tensor empty(const Shape& shape, const TensorOptions& options) {
   for (int64_t s : shape) SONATA_CHECK(s >= 0, "empty: negative size in shape ", shape_str(shape));
+  if (deferred_init_enabled() && !options.pinned) return deferred_empty(shape, options);
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = Storage::allocate(size_t(shape_numel(shape)) * dtype_size(options.dtype),
                                     options.device, options.pinned);
@@ -533,7 +540,10 @@ Tensor full(const Shape& shape, double value, const TensorOptions& options) {
   TensorOptions plain = options;
   plain.requires_grad = false;
   Tensor t = empty(shape, plain);
-  if (t.numel() > 0) SONATA_BACKEND(t.device(), fill, t.dtype(), t.data_ptr(), t.numel(), value);
+  if (is_deferred(t))
+    defer_constant(t, value);
+  else if (t.numel() > 0)
+    SONATA_BACKEND(t.device(), fill, t.dtype(), t.data_ptr(), t.numel(), value);
   if (options.requires_grad) t.set_requires_grad(true);
   return t;
 }

@@ -1,7 +1,7 @@
 #include "models/layers/linear.h"
 
 #include "base/error.h"
-#include "engine/autograd/grad_mode.h"
+#include "engine/deferred_init.h"
 #include "engine/ops.h"
 #include "models/layers/init.h"
 
@@ -21,9 +21,9 @@ Linear::Linear(FromTensors, Tensor weight, Tensor bias) {
 std::shared_ptr<Linear> Linear::rows(int64_t begin, int64_t end) const {
   SONATA_CHECK(0 <= begin && begin < end && end <= out_features(), "Linear: rows [", begin, ", ",
                end, ") lie outside its ", out_features(), " output features");
-  NoGradGuard no_grad;
-  Tensor weight = weight_.detach().slice(0, begin, end).clone();
-  Tensor bias = bias_.defined() ? bias_.detach().slice(0, begin, end).clone() : Tensor();
+  // Deferred weights give deferred rows (engine/deferred_init.h).
+  Tensor weight = copy_rows(weight_, begin, end);
+  Tensor bias = bias_.defined() ? copy_rows(bias_, begin, end) : Tensor();
   return std::shared_ptr<Linear>(new Linear(FromTensors{}, std::move(weight), std::move(bias)));
 }
 

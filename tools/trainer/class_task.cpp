@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/nvtx.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/deferred_init.h"
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
 #include "models/registry.h"
@@ -51,7 +52,10 @@ ClassTask::ClassTask(const TrainerOptions& options)
   if (!options.test_manifest.empty()) test_ = load("test", options.test_manifest);
   ModelConfig config(options.model_config);
   config.set("num-classes", std::to_string(labels_.size()));
-  model_ = make_model("vgg19_bn", config);
+  {
+    DeferredInitScope deferred(builds_model_deferred(options));
+    model_ = make_model("vgg19_bn", config);
+  }
   in_channels_ = config.get_int("in-channels", 3);
 }
 

@@ -4,33 +4,45 @@
 
 #include "base/error.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/deferred_init.h"
 #include "engine/io/safetensors.h"
 
 namespace sonata {
 
 std::string init_from_weights(Module& model, const std::string& path) {
-  const SafetensorsContents file = load_safetensors(path);
+  const NamedTensors targets = model.state_dict();
+  // A model built deferred (a pipeline stage's) reads the file when each stage materialises
+  // its own tensors: here only the header, so that no rank holds the whole file.
+  bool any_eager = false;
+  for (const auto& [name, target] : targets) any_eager = any_eager || !is_deferred(target);
+  std::map<std::string, TensorSpec> specs;
+  for (const TensorSpec& spec : read_safetensors_header(path).tensors) specs[spec.name] = spec;
   std::map<std::string, Tensor> by_name;
-  for (const auto& [name, tensor] : file.tensors) by_name.emplace(name, tensor);
+  if (any_eager)
+    for (const auto& [name, tensor] : load_safetensors(path).tensors) by_name.emplace(name, tensor);
 
   NoGradGuard no_grad;
   int64_t loaded = 0;
   std::vector<std::string> replaced, absent;
-  const NamedTensors targets = model.state_dict();
   for (const auto& [name, target] : targets) {
-    const auto found = by_name.find(name);
-    if (found == by_name.end()) {
+    const auto found = specs.find(name);
+    if (found == specs.end()) {
       absent.push_back(name);
       continue;
     }
-    const Tensor& source = found->second;
-    if (source.shape() != target.shape()) {
-      replaced.push_back(
-          str(name, " ", shape_str(source.shape()), " -> ", shape_str(target.shape())));
+    const TensorSpec& source = found->second;
+    if (source.shape != target.shape()) {
+      replaced.push_back(str(name, " ", shape_str(source.shape), " -> ", shape_str(target.shape())));
       continue;
     }
-    Tensor value = source.to(target.device());
-    if (value.dtype() != target.dtype()) value = value.to(target.dtype());
+    Tensor value;
+    if (is_deferred(target)) {
+      value = deferred_from_file(path, name, source.shape, source.dtype, target.device(),
+                                 target.dtype());
+    } else {
+      value = by_name.at(name).to(target.device());
+      if (value.dtype() != target.dtype()) value = value.to(target.dtype());
+    }
     Tensor handle = target;
     handle.set_data(value);
     ++loaded;

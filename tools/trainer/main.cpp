@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
     } else {
       task = std::make_unique<sonata::ClassTask>(options);
     }
+    // Nothing reads the model after the run here: a pipeline stage never gathers the others'.
+    options.gather_model = false;
     const sonata::TrainResult result = sonata::run_training(options, *task, device, group);
     if (main_rank && !result.last_val.metrics.empty()) print_eval("val", result.last_val);
     if (main_rank && !result.test.metrics.empty()) print_eval("test", result.test);

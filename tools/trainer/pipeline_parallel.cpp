@@ -10,6 +10,7 @@
 #include "comm/pipeline/partition.h"
 #include "comm/pipeline/stage_state.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/deferred_init.h"
 #include "engine/nn/release.h"
 #include "engine/optim/clip_grad.h"
 #include "tools/trainer/optimizer_state_names.h"
@@ -37,6 +38,31 @@ std::vector<size_t> parse_cuts(const std::string& text) {
   }
   return cuts;
 }
+
+// The whole model made for a while (deferred tensors materialised), deferred again after.
+class WholeModelForMeasuring {
+ public:
+  explicit WholeModelForMeasuring(Module& model) {
+    std::vector<Tensor> whole;
+    for (const auto& [name, tensor] : model.state_dict()) {
+      if (is_deferred(tensor)) deferred_.emplace_back(tensor, tensor.detach());
+      whole.push_back(tensor);
+    }
+    materialise(whole);
+  }
+  ~WholeModelForMeasuring() {
+    NoGradGuard no_grad;
+    for (auto& [handle, deferred] : deferred_) {
+      handle.set_grad(Tensor());
+      handle.set_data(deferred);
+    }
+  }
+  WholeModelForMeasuring(const WholeModelForMeasuring&) = delete;
+  WholeModelForMeasuring& operator=(const WholeModelForMeasuring&) = delete;
+
+ private:
+  std::vector<std::pair<Tensor, Tensor>> deferred_;  // the handle, its deferred storage
+};
 
 }  // namespace
 
@@ -75,6 +101,9 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
     // One rank measures (timings differ between ranks) and every rank cuts by its figures.
     std::vector<double> costs(layers.size(), 0.0);
     if (world_->rank() == 0) {
+      // Timing runs every layer: this rank makes the whole model for it, then goes back to
+      // the deferred tensors (the one moment a rank holds more than its stage).
+      const WholeModelForMeasuring whole(task.model());
       std::vector<int64_t> items;
       for (int64_t i = 0; i < std::min(options.batch_size, task.train_items()); ++i)
         items.push_back(i);
@@ -121,6 +150,11 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
       if (stage_->layers()[i].shard.rows > 0)
         release_storage(layer_state_dict(stage_->layers(), {i, i + 1}));
   }
+  // A model built deferred (builds_model_deferred) gets memory for this stage's tensors
+  // alone; every other stage's stay deferred, never allocated here.
+  std::vector<Tensor> own;
+  for (const auto& [name, tensor] : stage_->state_dict()) own.push_back(tensor);
+  materialise(own);
   PipelineOptions pipeline_options;
   pipeline_options.schedule = schedule_;
   pipeline_options.micro_batches = int(options.accum_steps);
@@ -140,6 +174,14 @@ const PipelineParallel::StatePart* PipelineParallel::part_of_mine(size_t k) cons
   for (const StatePart& part : state_parts_[k])
     if (part.stage == stage_index_) return &part;
   return nullptr;
+}
+
+RowShard PipelineParallel::rows_of(const std::string& name) const {
+  const auto found = std::find(state_names_.begin(), state_names_.end(), name);
+  SONATA_CHECK(found != state_names_.end(), "pipeline: the model has no entry '", name, "'");
+  const StatePart* part = part_of_mine(size_t(found - state_names_.begin()));
+  SONATA_CHECK(part, "pipeline: stage ", stage_index_, " holds none of '", name, "'");
+  return part->shard;
 }
 
 std::vector<ParamGroup> PipelineParallel::stage_param_groups(const std::vector<ParamGroup>& whole) {
@@ -282,7 +324,7 @@ void PipelineParallel::sync_model() {
   for (size_t k = 0; k < state.size(); ++k) {
     Tensor tensor = state[k].second;
     // A released entry gets storage again (then the broadcasts fill it).
-    if (tensor.shape() != state_shapes_[k])
+    if (tensor.shape() != state_shapes_[k] || is_deferred(tensor))
       tensor.set_data(empty(state_shapes_[k], tensor.options()));
     for (const StatePart& part : state_parts_[k]) {
       Tensor rows =

@@ -62,6 +62,11 @@ class PipelineParallel {
 
   // This stage's parameters: what the scaler, the clipping and the reducer see.
   std::vector<Tensor> parameters() const { return stage_->parameters(); }
+  // This stage's parameters and buffers under the whole model's names (a row piece of a cut
+  // layer under its layer's names), and which rows of the whole entry `name` it holds
+  // (rows == 0: all of it).
+  NamedTensors state_dict() const { return stage_->state_dict(); }
+  RowShard rows_of(const std::string& name) const;
 
   // The optimizer's groups for this stage: `whole` (the whole model's, as one process builds
   // them) with only this stage's parameters, every group kept (maybe empty) so that the

@@ -9,6 +9,7 @@
 #include "data/cache/feature_cache.h"
 #include "data/text/error_rate.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/deferred_init.h"
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "models/ctc_decode.h"
@@ -78,6 +79,7 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
   train_ = load("train", options.train_manifest);
   val_ = load("val", options.val_manifest);
   test_ = load("test", options.test_manifest);
+  DeferredInitScope deferred(builds_model_deferred(options));
   model_ = make_speech_model(options, vocabulary_.size());
 }
 

@@ -2,8 +2,13 @@
 
 #include "base/error.h"
 #include "engine/autograd/grad_mode.h"
+#include "tools/trainer/trainer_options.h"
 
 namespace sonata {
+
+bool builds_model_deferred(const TrainerOptions& options) {
+  return options.pipeline_stages > 1 && !options.eval_only;
+}
 
 // The defaults of the pipeline hooks: a task whose model has no layer sequence.
 LayerSequence Task::pipeline_layers() {

@@ -57,6 +57,12 @@ enum class SamplingKind {
   length_buckets,  // items of similar train_lengths() together: little padding
 };
 
+struct TrainerOptions;
+// Whether a task builds its model deferred (engine/deferred_init.h): under a pipeline each
+// stage then materialises its own layers alone, and no rank allocates another stage's.
+// Not for --eval-only, which evaluates the whole model in one process.
+bool builds_model_deferred(const TrainerOptions& options);
+
 class Task {
  public:
   virtual ~Task() = default;

@@ -101,6 +101,10 @@ struct TrainerOptions {
   std::string pipeline_schedule = "1f1b";  // 1f1b | gpipe
   std::string pipeline_balance = "bytes";  // bytes | time: how stages are balanced
   std::string pipeline_cuts;               // "7,12": explicit first layers of stages 1..S-1
+  // After a pipelined run_training, every rank's task.model() whole again (the trained model
+  // left in the task, as one process leaves it). The trainer command, which only reports,
+  // turns it off: then no rank ever holds another stage's parameters.
+  bool gather_model = true;
 
   // Checkpoints and evaluation.
   std::string checkpoint_dir;

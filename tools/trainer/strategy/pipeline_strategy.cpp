@@ -8,7 +8,7 @@ namespace sonata {
 PipelineStrategy::PipelineStrategy(StrategyKind kind, const TrainerOptions& options, Task& task,
                                    std::shared_ptr<ProcessGroup> world, Device device,
                                    LossHooks hooks)
-    : TrainingStrategy(world), kind_(kind), device_(device) {
+    : TrainingStrategy(world), kind_(kind), device_(device), gather_model_(options.gather_model) {
   SONATA_CHECK(kind == StrategyKind::pipeline || kind == StrategyKind::hybrid,
                "PipelineStrategy: a pipeline or hybrid strategy, not ", strategy_name(kind));
   // The last stage's loss of one micro-batch, tracked and scaled.
@@ -87,9 +87,10 @@ EvalCounts PipelineStrategy::evaluate(Task&, const std::string& split, Device de
   return pipeline_->evaluate(split, device);
 }
 
-// Every rank's model whole again (each trained only its stage), for whoever uses it next.
+// Every rank's model whole again (each trained only its stage), for whoever uses it next;
+// the trainer command has no next user and skips it (TrainerOptions::gather_model).
 void PipelineStrategy::after_training() {
-  pipeline_->sync_model();
+  if (gather_model_) pipeline_->sync_model();
 }
 
 // Every rank decides alike: every rank of replica 0 takes part in save_checkpoint().

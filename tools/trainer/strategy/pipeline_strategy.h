@@ -48,6 +48,7 @@ class PipelineStrategy : public TrainingStrategy {
  private:
   StrategyKind kind_;
   Device device_;
+  bool gather_model_;
   std::unique_ptr<PipelineParallel> pipeline_;
 };
 
