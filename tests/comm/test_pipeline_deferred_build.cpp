@@ -11,6 +11,7 @@
 
 #include "engine/allocator.h"
 #include "engine/deferred_init.h"
+#include "engine/io/safetensors.h"
 #include "engine/nn/release.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/param_groups.h"
@@ -20,6 +21,7 @@
 #include "tests/support/letters_corpus.h"
 #include "tests/support/tiny_ds2.h"
 #include "tools/trainer/class_task.h"
+#include "tools/trainer/init_from.h"
 #include "tools/trainer/pipeline_parallel.h"
 #include "tools/trainer/speech_task.h"
 
@@ -109,6 +111,22 @@ TEST_CASE("pipeline stages build vgg19_bn and ds2 without making the other stage
     options.pipeline_stages = stages;
     manual_seed(options.seed);
     ClassTask task(options);
+    check_stage_built_alone(options, task, eager.model());
+  }
+  {  // vgg19_bn fine-tuned from a weights file (--init-from): each stage reads its own part
+    TrainerOptions options =
+        sonata::testing::tiny_vgg_options(sonata::testing::write_tone_tracks(corpus, 8));
+    manual_seed(options.seed + 100);
+    ClassTask source(options);
+    const std::string weights = corpus + "/weights.safetensors";
+    save_safetensors(weights, source.model().state_dict());
+    manual_seed(options.seed);
+    ClassTask eager(options);
+    init_from_weights(eager.model(), weights);
+    options.pipeline_stages = stages;
+    manual_seed(options.seed);
+    ClassTask task(options);
+    init_from_weights(task.model(), weights);
     check_stage_built_alone(options, task, eager.model());
   }
   {  // ds2

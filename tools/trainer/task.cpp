@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/deferred_init.h"
 #include "tools/trainer/trainer_options.h"
 
 namespace sonata {
@@ -34,6 +35,10 @@ std::unique_ptr<EvalPass> Task::eval_pass(const std::string&, int64_t, int64_t) 
 EvalCounts Task::evaluate(const std::string& split, Device device, int64_t rank, int64_t world) {
   const std::unique_ptr<EvalPass> pass = eval_pass(split, rank, world);
   const LayerSequence layers = pipeline_layers();
+  // One process's evaluation runs the whole model: one built deferred is made whole here.
+  std::vector<Tensor> whole;
+  for (const auto& [name, tensor] : model().state_dict()) whole.push_back(tensor);
+  materialise(whole);
   NoGradGuard no_grad;
   Module& net = model();
   net.eval();
