@@ -9,10 +9,12 @@
 //   {"work": "parallel", "model": "vgg19_bn", "strategy": "pipeline", "schedule": "1f1b",
 //    "world": 2, "devices": 2, "stages": 2, "replicas": 1, "micro_batches": 4, "batch": 32,
 //    "step_ms": ..., "epoch_s": ..., "items_per_s": ..., "peak_mem_mib": ...,
-//    "state_mib": ..., "bubble_measured": ..., "bubble_ideal": ...}
+//    "setup_peak_mib": ..., "state_mib": ..., "bubble_measured": ..., "bubble_ideal": ...}
 // step time: the slowest rank's mean over --steps timed steps after --warmup; epoch: step
 // time x ceil(--epoch-items / batch); peak memory: the largest of the ranks' allocator peaks
-// during the timed steps; state: the largest of the ranks' parameter, gradient and optimizer
+// during the timed steps; setup peak: the largest of the ranks' allocator peaks above what
+// each held before, while building the model and the strategy (a pipeline stage builds the
+// model deferred and makes only its own tensors); state: the largest of the ranks' parameter, gradient and optimizer
 // state bytes after the timed steps (a pipeline stage keeps only its own layers' weights:
 // the other stages' are released once it is built); measured bubble: the ranks' mean share
 // of the step spent blocked
@@ -115,6 +117,7 @@ struct Row {
   std::string strategy, schedule = "-";
   int devices = 1, stages = 1, replicas = 1, micro_batches = 1;
   double step_s = 0, peak_mb = 0, state_mb = 0, bubble = -1, ideal = -1;
+  double setup_peak_mb = 0;
   double train_s = -1, accuracy = -1;  // --epochs only
 };
 
@@ -140,10 +143,30 @@ void reset_peak(Device device) {
     cpu_reset_peak_memory_stats();
 }
 
-double peak_mb(Device device) {
-  const MemoryStats stats = device.is_cuda() ? cuda_memory_stats(device.index) : cpu_memory_stats();
-  return double(stats.peak_allocated_bytes) / double(1 << 20);
+MemoryStats memory_stats(Device device) {
+  return device.is_cuda() ? cuda_memory_stats(device.index) : cpu_memory_stats();
 }
+
+double peak_mb(Device device) {
+  return double(memory_stats(device).peak_allocated_bytes) / double(1 << 20);
+}
+
+// The most a rank allocates while building the model and its strategy, above what it held
+// before: one process's weights, or under a pipeline its stage's alone (deferred building).
+class SetupPeak {
+ public:
+  explicit SetupPeak(Device device) : device_(device) {
+    reset_peak(device);
+    base_ = memory_stats(device).allocated_bytes;
+  }
+  double mib() const {
+    return double(memory_stats(device_).peak_allocated_bytes - base_) / double(1 << 20);
+  }
+
+ private:
+  Device device_;
+  int64_t base_ = 0;
+};
 
 // `deferred`: built as a pipeline stage builds it (engine/deferred_init.h), memory for none
 // of it until a stage materialises its own tensors.
@@ -267,8 +290,10 @@ NamedTensors rank0_state(const ProcessGroup& world, const Module& model) {
 Row run_single(const Options& o, ProcessGroup& world, const TrainingSets* sets) {
   Row row{"single"};
   const bool active = world.rank() == 0;
+  const SetupPeak setup(o.device);
   auto model = make_model(o);
   const auto optimizer = make_optimizer(o, model->parameters());
+  row.setup_peak_mb = reduce_value(world, active ? setup.mib() : 0.0, true);
   const Batch batch = make_batch(o, o.batch);
   const Step step = [&](const Tensor& x, const Tensor& labels) {
     optimizer->zero_grad();
@@ -288,9 +313,11 @@ Row run_data_parallel(const Options& o, const std::shared_ptr<ProcessGroup>& wor
                       const TrainingSets* sets) {
   Row row{"data parallel"};
   row.devices = row.replicas = world->world_size();
+  const SetupPeak setup(o.device);
   auto model = make_model(o);
   const auto optimizer = make_optimizer(o, model->parameters());
   Reducer reducer(model->named_parameters(), world);
+  row.setup_peak_mb = reduce_value(*world, setup.mib(), true);
   const int64_t rows = o.batch / world->world_size();
   const Batch batch = make_batch(o, rows);
   const Step step = [&](const Tensor& x, const Tensor& labels) {
@@ -326,6 +353,7 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
   const auto replica_group = world.split(s, replica);
 
   // Timing every layer needs them all made on each rank; by bytes no rank makes another's.
+  const SetupPeak setup(o.device);
   auto model = make_model(o, o.balance != "time");
   LayerSequence layers = model->pipeline_layers();
   const Batch batch = make_batch(o, o.batch / replicas);
@@ -357,6 +385,7 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
   const auto optimizer = make_optimizer(o, stage->parameters());
   std::unique_ptr<Reducer> reducer;
   if (replicas > 1) reducer = std::make_unique<Reducer>(stage->named_parameters(), replica_group);
+  row.setup_peak_mb = reduce_value(world, setup.mib(), true);
   const Step step = [&](const Tensor& x, const Tensor& labels) {
     if (!reducer) optimizer->zero_grad();
     const PipelineStepResult result = pipeline.step({x, Tensor()}, {labels}, reducer.get());
@@ -389,11 +418,11 @@ void print_json(const Options& o, const Row& r, const std::string& backend, int 
       "\"optimizer\": \"%s\", \"strategy\": \"%s\", \"schedule\": \"%s\", \"world\": %d, "
       "\"devices\": %d, \"stages\": %d, \"replicas\": %d, \"micro_batches\": %d, "
       "\"batch\": %lld, \"step_ms\": %.3f, \"epoch_s\": %.3f, \"items_per_s\": %.2f, "
-      "\"peak_mem_mib\": %.2f, \"state_mib\": %.3f, \"bubble_measured\": %s, "
-      "\"bubble_ideal\": %s",
+      "\"peak_mem_mib\": %.2f, \"setup_peak_mib\": %.2f, \"state_mib\": %.3f, "
+      "\"bubble_measured\": %s, \"bubble_ideal\": %s",
       o.width, backend.c_str(), o.optimizer.c_str(), r.strategy.c_str(), r.schedule.c_str(), world,
       r.devices, r.stages, r.replicas, r.micro_batches, static_cast<long long>(o.batch),
-      r.step_s * 1e3, epoch_s, double(o.batch) / r.step_s, r.peak_mb, r.state_mb,
+      r.step_s * 1e3, epoch_s, double(o.batch) / r.step_s, r.peak_mb, r.setup_peak_mb, r.state_mb,
       r.bubble < 0 ? "null" : fixed(r.bubble, 4).c_str(),
       r.ideal < 0 ? "null" : fixed(r.ideal, 4).c_str());
   if (o.epochs > 0)
@@ -407,16 +436,16 @@ void print_table(const Options& o, const std::vector<Row>& rows) {
   const bool trained = o.epochs > 0;
   std::printf(
       "\n| strategy | schedule | devices | stages x replicas | M | step (ms) | epoch (s) | "
-      "items/s | peak mem / device (MiB) | state / device (MiB) | bubble measured | "
-      "bubble ideal |%s\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|%s\n",
+      "items/s | peak mem / device (MiB) | setup peak / device (MiB) | state / device (MiB) | "
+      "bubble measured | bubble ideal |%s\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n",
       trained ? " train (s) | final accuracy |" : "", trained ? "---|---|" : "");
   for (const Row& r : rows) {
     const double epoch_s = r.step_s * std::ceil(double(o.epoch_items) / double(o.batch));
-    std::printf("| %s | %s | %d | %d x %d | %d | %.1f | %.2f | %.1f | %.1f | %.2f | %s | %s |",
+    std::printf("| %s | %s | %d | %d x %d | %d | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %s | %s |",
                 r.strategy.c_str(), r.schedule.c_str(), r.devices, r.stages, r.replicas,
                 r.micro_batches, r.step_s * 1e3, epoch_s, double(o.batch) / r.step_s, r.peak_mb,
-                r.state_mb, fixed(r.bubble, 3).c_str(), fixed(r.ideal, 3).c_str());
+                r.setup_peak_mb, r.state_mb, fixed(r.bubble, 3).c_str(), fixed(r.ideal, 3).c_str());
     if (trained) std::printf(" %.1f | %.3f |", r.train_s, r.accuracy);
     std::printf("\n");
   }
