@@ -14,14 +14,13 @@
 // time x ceil(--epoch-items / batch); peak memory: the largest of the ranks' allocator peaks
 // during the timed steps; setup peak: the largest of the ranks' allocator peaks above what
 // each held before, while building the model and the strategy (a pipeline stage builds the
-// model deferred and makes only its own tensors); state: the largest of the ranks' parameter, gradient and optimizer
-// state bytes after the timed steps (a pipeline stage keeps only its own layers' weights:
-// the other stages' are released once it is built); measured bubble: the ranks' mean share
-// of the step spent blocked
-// on receives and sends (pipelines: idling for a neighbour, stage imbalance included),
-// against the ideal (S - 1) / (M + S - 1). Stages are balanced by parameter bytes, as the
-// trainer's --pipeline-balance defaults to (a layer larger than a stage's share cut into
-// row pieces), or by each layer's forward and backward time measured once on rank 0
+// model deferred and makes only its own tensors); state: the largest of the ranks' parameter,
+// gradient and optimizer state bytes after the timed steps (a pipeline stage keeps only its own
+// layers' weights: the other stages' are released once it is built); measured bubble: the ranks'
+// mean share of the step spent blocked on receives and sends (pipelines: idling for a neighbour,
+// stage imbalance included), against the ideal (S - 1) / (M + S - 1). Stages are balanced by
+// parameter bytes, as the trainer's --pipeline-balance defaults to (a layer larger than a stage's
+// share cut into row pieces), or by each layer's forward and backward time measured once on rank 0
 // (--balance time: VGG's compute lies in its convolutions and its weights in its
 // classifier, so contiguous stages balance one or the other). Global batch and
 // micro-batches are fixed per step.
@@ -53,13 +52,13 @@
 #include "comm/reducer.h"
 #include "engine/allocator.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/deferred_init.h"
 #include "engine/device.h"
 #include "engine/nn/release.h"
 #include "engine/nn/state_dict.h"
 #include "engine/ops/loss.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/sgd.h"
-#include "engine/deferred_init.h"
 #include "engine/random.h"
 #include "models/vgg.h"
 
@@ -442,10 +441,11 @@ void print_table(const Options& o, const std::vector<Row>& rows) {
       trained ? " train (s) | final accuracy |" : "", trained ? "---|---|" : "");
   for (const Row& r : rows) {
     const double epoch_s = r.step_s * std::ceil(double(o.epoch_items) / double(o.batch));
-    std::printf("| %s | %s | %d | %d x %d | %d | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %s | %s |",
-                r.strategy.c_str(), r.schedule.c_str(), r.devices, r.stages, r.replicas,
-                r.micro_batches, r.step_s * 1e3, epoch_s, double(o.batch) / r.step_s, r.peak_mb,
-                r.setup_peak_mb, r.state_mb, fixed(r.bubble, 3).c_str(), fixed(r.ideal, 3).c_str());
+    std::printf(
+        "| %s | %s | %d | %d x %d | %d | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %s | %s |",
+        r.strategy.c_str(), r.schedule.c_str(), r.devices, r.stages, r.replicas, r.micro_batches,
+        r.step_s * 1e3, epoch_s, double(o.batch) / r.step_s, r.peak_mb, r.setup_peak_mb, r.state_mb,
+        fixed(r.bubble, 3).c_str(), fixed(r.ideal, 3).c_str());
     if (trained) std::printf(" %.1f | %.3f |", r.train_s, r.accuracy);
     std::printf("\n");
   }

@@ -63,7 +63,8 @@ Tensor make_values(const DeferredInit& recipe) {
 // Moved and cast as the deferred tensor was (Tensor::to replays), then pointed at.
 void finish(const Tensor& target, const DeferredInit& recipe, Tensor values) {
   values = values.reshape(target.shape());
-  for (const DeferredInit::Move& move : recipe.moves) values = values.to(move.device).to(move.dtype);
+  for (const DeferredInit::Move& move : recipe.moves)
+    values = values.to(move.device).to(move.dtype);
   values = values.to(target.device()).to(target.dtype());
   Tensor handle = target;
   handle.set_data(values);

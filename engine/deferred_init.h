@@ -24,7 +24,7 @@ namespace sonata {
 struct DeferredInit {
   enum class Kind { uninitialised, uniform, normal, constant, file };
   Kind kind = Kind::uninitialised;
-  int64_t numel = 0;    // elements of the tensor this recipe makes
+  int64_t numel = 0;           // elements of the tensor this recipe makes
   DType made_as = DType::f32;  // the dtype the values are made in (then cast to the tensor's)
   // uniform: [first, second); normal: mean first, std second; constant: first.
   double first = 0, second = 0;

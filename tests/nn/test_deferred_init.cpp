@@ -73,7 +73,8 @@ void check_deferred_build_is_eager_build(const std::string& model, const Config&
 TEST_CASE("deferred init: vgg19_bn and ds2 built deferred then materialised equal eager builds",
           "[nn][deferred]") {
   check_deferred_build_is_eager_build("vgg19_bn", {{"width", "0.0625"}, {"num-classes", "10"}});
-  check_deferred_build_is_eager_build("ds2", {{"num-mels", "16"}, {"hidden", "8"}, {"layers", "2"}});
+  check_deferred_build_is_eager_build("ds2",
+                                      {{"num-mels", "16"}, {"hidden", "8"}, {"layers", "2"}});
 }
 
 TEST_CASE("deferred init: rows of a deferred Linear equal rows of an eager one", "[nn][deferred]") {

@@ -32,7 +32,8 @@ std::string init_from_weights(Module& model, const std::string& path) {
     }
     const TensorSpec& source = found->second;
     if (source.shape != target.shape()) {
-      replaced.push_back(str(name, " ", shape_str(source.shape), " -> ", shape_str(target.shape())));
+      replaced.push_back(
+          str(name, " ", shape_str(source.shape), " -> ", shape_str(target.shape())));
       continue;
     }
     Tensor value;
