@@ -351,9 +351,10 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
   const auto stage_group = world.split(replica, s);
   const auto replica_group = world.split(s, replica);
 
-  // Timing every layer needs them all made on each rank; by bytes no rank makes another's.
+  // As the trainer builds it: no rank makes another stage's tensors (--balance time makes
+  // one layer at a time to time it, comm/pipeline/partition.h).
   const SetupPeak setup(o.device);
-  auto model = make_model(o, o.balance != "time");
+  auto model = make_model(o, true);
   LayerSequence layers = model->pipeline_layers();
   const Batch batch = make_batch(o, o.batch / replicas);
   std::vector<double> costs;

@@ -131,7 +131,8 @@ DeferredInit& deferred_recipe(const Tensor& t, const char* what) {
   SONATA_CHECK(recipe, what, ": the tensor is not deferred");
   SONATA_CHECK(t.offset() == 0 && t.is_contiguous() && t.numel() == recipe->numel, what,
                " on part of a deferred tensor (", shape_str(t.shape()), " of its ", recipe->numel,
-               " elements): only whole deferred tensors are filled; materialise() it first");
+               " elements): a deferred tensor is filled, moved and made whole, not in parts; "
+               "materialise() the whole tensor first");
   return *recipe;
 }
 

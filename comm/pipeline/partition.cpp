@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/deferred_init.h"
 
 namespace sonata {
 
@@ -132,16 +133,29 @@ StagePlan partition_with_row_pieces(const LayerSequence& layers, const std::vect
 std::vector<double> measure_layer_times(const LayerSequence& layers, const LayerValue& sample) {
   using Clock = std::chrono::steady_clock;
   const LayerRange all{0, layers.size()};
+  // Deferred tensors (a pipeline's model, engine/deferred_init.h) are made one layer at a
+  // time and deferred again after it, which also undoes what the pass did to them.
   NamedTensors saved_buffers;
   for (const auto& [name, tensor] : layer_state_dict(layers, all))
-    if (!tensor.requires_grad()) saved_buffers.emplace_back(name, tensor.detach().clone());
+    if (!tensor.requires_grad() && !is_deferred(tensor))
+      saved_buffers.emplace_back(name, tensor.detach().clone());
   std::vector<std::pair<Tensor, Tensor>> saved_grads;
   for (const auto& [name, tensor] : layer_parameters(layers, all))
-    saved_grads.emplace_back(tensor, tensor.grad().defined() ? tensor.grad().clone() : Tensor());
+    if (!is_deferred(tensor))
+      saved_grads.emplace_back(tensor, tensor.grad().defined() ? tensor.grad().clone() : Tensor());
 
   std::vector<double> seconds;
   LayerValue value = sample;
-  for (const ModelLayer& layer : layers) {
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const ModelLayer& layer = layers[i];
+    std::vector<std::pair<Tensor, Tensor>> deferred;  // each handle and its deferred alias
+    std::vector<Tensor> to_make;
+    for (const auto& [name, tensor] : layer_state_dict(layers, {i, i + 1}))
+      if (is_deferred(tensor)) {
+        deferred.emplace_back(tensor, tensor.detach());
+        to_make.push_back(tensor);
+      }
+    materialise(to_make);
     LayerValue input{value.x.detach(), value.lengths};
     if (is_floating(input.x.dtype())) input.x.set_requires_grad(true);
     const auto start = Clock::now();
@@ -151,6 +165,11 @@ std::vector<double> measure_layer_times(const LayerSequence& layers, const Layer
     if (output.x.numel() > 0) (void)output.x.detach().reshape({-1}).select(0, 0).item();
     seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
     value = {output.x.detach(), output.lengths};
+    NoGradGuard no_grad;
+    for (auto& [handle, alias] : deferred) {
+      handle.set_grad(Tensor());
+      handle.set_data(alias);
+    }
   }
 
   NoGradGuard no_grad;

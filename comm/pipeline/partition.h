@@ -37,8 +37,9 @@ StagePlan partition_with_row_pieces(const LayerSequence& layers, const std::vect
 
 // Seconds of each layer's forward and backward (a gradient of ones) on `sample`, run
 // through the layers in order. The layers' buffers (BatchNorm statistics) and gradients are
-// left as they were. Timings differ between ranks: agree on one rank's (broadcast_costs)
-// before partitioning.
+// left as they were; deferred tensors (engine/deferred_init.h) are made for their layer's
+// turn alone and left deferred, so the whole model is never made at once. Timings differ between
+// ranks: agree on one rank's (broadcast_costs) before partitioning.
 std::vector<double> measure_layer_times(const LayerSequence& layers, const LayerValue& sample);
 
 // Rank `root`'s costs on every rank of `group` (a collective; every rank passes as many).

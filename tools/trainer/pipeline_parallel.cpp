@@ -39,31 +39,6 @@ std::vector<size_t> parse_cuts(const std::string& text) {
   return cuts;
 }
 
-// The whole model made for a while (deferred tensors materialised), deferred again after.
-class WholeModelForMeasuring {
- public:
-  explicit WholeModelForMeasuring(Module& model) {
-    std::vector<Tensor> whole;
-    for (const auto& [name, tensor] : model.state_dict()) {
-      if (is_deferred(tensor)) deferred_.emplace_back(tensor, tensor.detach());
-      whole.push_back(tensor);
-    }
-    materialise(whole);
-  }
-  ~WholeModelForMeasuring() {
-    NoGradGuard no_grad;
-    for (auto& [handle, deferred] : deferred_) {
-      handle.set_grad(Tensor());
-      handle.set_data(deferred);
-    }
-  }
-  WholeModelForMeasuring(const WholeModelForMeasuring&) = delete;
-  WholeModelForMeasuring& operator=(const WholeModelForMeasuring&) = delete;
-
- private:
-  std::vector<std::pair<Tensor, Tensor>> deferred_;  // the handle, its deferred storage
-};
-
 }  // namespace
 
 PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
@@ -101,9 +76,7 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
     // One rank measures (timings differ between ranks) and every rank cuts by its figures.
     std::vector<double> costs(layers.size(), 0.0);
     if (world_->rank() == 0) {
-      // Timing runs every layer: this rank makes the whole model for it, then goes back to
-      // the deferred tensors (the one moment a rank holds more than its stage).
-      const WholeModelForMeasuring whole(task.model());
+      // A model built deferred is made one layer at a time for its timing (partition.h).
       std::vector<int64_t> items;
       for (int64_t i = 0; i < std::min(options.batch_size, task.train_items()); ++i)
         items.push_back(i);
