@@ -1,0 +1,49 @@
+#pragma once
+// The emulated device's work queue, as the kernel executor (emu/exec) and the emulated
+// libraries (emu/libs) see it. Everything a stream runs -- kernels, copies, library calls,
+// host functions, collectives -- is a piece of work enqueued here; the scheduler runs it
+// when stream order and events allow, in the least convenient legal order for a seed.
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "driver_types.h"  // cudaStream_t, cudaError_t (emu/include)
+
+namespace sonata::emu {
+
+// A byte range that a piece of work reads or writes, checked against the live allocations
+// when the work runs (not when it is enqueued): a range outside every allocation, or in one
+// freed before the work ran in stream order, is an error naming the work.
+struct MemRange {
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
+struct Work {
+  std::string name;             // "kernel scale_kernel<float>", "cublasGemmEx", "ncclAllReduce"
+  std::function<void()> run;    // runs on whichever host thread drives the scheduler
+  std::vector<MemRange> reads;  // checked before run(); written ranges become initialised
+  std::vector<MemRange> writes;
+};
+
+// Enqueues `work` on `stream` (0 or cudaStreamLegacy: the legacy default stream of the
+// calling thread's current device, with its implicit synchronisation). Returns
+// cudaErrorInvalidResourceHandle for a destroyed or unknown stream, or the device's sticky
+// error; the work does not run then.
+cudaError_t enqueue(cudaStream_t stream, Work work);
+
+// The device a stream belongs to (the legacy default stream: the calling thread's device).
+int stream_device(cudaStream_t stream);
+
+// The calling thread's current device. Refuses (throws sonata::emu::UsageError naming the
+// thread) a thread that never selected a device in a process that selected one other than
+// 0 on another thread: on a card such a thread silently opens a context on GPU 0.
+int current_device();
+
+// Called while a piece of work runs: records an error that a card reports asynchronously
+// (cudaErrorIllegalAddress, cudaErrorLaunchFailure...). It becomes the device's sticky error,
+// returned by every later call on that device, and the message names the work.
+void report_device_fault(cudaError_t error, const std::string& message);
+
+}  // namespace sonata::emu
