@@ -5,7 +5,12 @@
 // "[a, b]"), which is what a trainer config is; nesting is refused with the line named.
 // The format is told by the first character: '{' is JSON, anything else YAML. A key that
 // names no option of the app, and a key given twice (batch_size and batch-size are the same
-// key), are refused naming the key and the file (and the line, in YAML).
+// key), are refused naming the key, the file and the line.
+// Refused too, so that nothing is silently read otherwise than written, naming the file, the
+// line and the key: what this reader does not support of YAML (a second document after
+// "---", anchors "&a", aliases "*a", merge keys "<<", tags "!!", block scalars "|" ">"), a
+// list for an option that takes one value ("lr: [1, 2]"), and a value that is not of the
+// option's type ("batch-size: 8.5" for an integer, "lr: fast" for a number).
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -34,6 +39,7 @@ struct ConfigKey {
   std::string written;
   int64_t line = 0;
   CLI::ConfigItem item;
+  bool list = false;  // written as a list (block, flow or JSON array), of any length
 };
 
 // The parsers behind from_config, on text; `source` names it in errors.
