@@ -33,7 +33,7 @@ namespace {
 struct CommandResult {
   int code = -1;
   std::vector<std::string> lines;  // stdout
-  std::string err;
+  std::string out, err;
 };
 
 CommandResult run_command(int (*command)(int, const char* const*, std::ostream&, std::ostream&),
@@ -46,6 +46,7 @@ CommandResult run_command(int (*command)(int, const char* const*, std::ostream&,
   result.code = command(int(argv.size()), argv.data(), out, err);
   std::istringstream text(out.str());
   for (std::string line; std::getline(text, line);) result.lines.push_back(line);
+  result.out = out.str();
   result.err = err.str();
   return result;
 }
@@ -354,5 +355,39 @@ TEST_CASE(
   CHECK(run_command(transcribe_command, {clip}).code != 0);  // --checkpoint is required
   CHECK(run_command(classify_command, {"--checkpoint", folder.file("genre"), "--top-k", "0", clip})
             .code != 0);
+}
+#endif
+
+#if SONATA_WITH_SNDFILE
+TEST_CASE("transcribe: a bad file among good ones gets its error line, the rest are answered",
+          "[inference]") {
+  TemporaryFolder folder("inference_bad_file");
+  const std::string train = write_letters_corpus(folder.path().string(), "train", 4, 31);
+  TrainerOptions options = tiny_ds2(train, "", folder.file("run"));
+  options.epochs = 1;
+  manual_seed(1);
+  {
+    SpeechTask task(options, Vocabulary());
+    run_training(options, task, Device::cpu());
+  }
+  write_text(folder.file("broken.wav"), "RIFF....not a wave file");
+  const std::vector<std::string> files = {folder.file("train_0.wav"), folder.file("broken.wav"),
+                                          folder.file("train_1.wav")};
+  std::vector<std::string> arguments = {"--checkpoint", folder.file("run"), "--device", "cpu"};
+  arguments.insert(arguments.end(), files.begin(), files.end());
+  const CommandResult result = run_command(transcribe_command, arguments);
+  INFO(result.out);
+  INFO(result.err);
+  CHECK(result.code == 1);
+  // The good files' lines, whole: newline-terminated, nothing of the bad file's.
+  REQUIRE(result.lines.size() == 2);
+  CHECK(split_tabs(result.lines[0]).front() == files[0]);
+  CHECK(split_tabs(result.lines[1]).front() == files[2]);
+  CHECK(result.out.ends_with('\n'));
+  CHECK(std::count(result.out.begin(), result.out.end(), '\n') == 2);
+  // One line naming the bad file, one counting the failures.
+  CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 2);
+  CHECK_THAT(result.err, Contains("transcribe: ") && Contains("broken.wav"));
+  CHECK_THAT(result.err, Contains("1 of 3 inputs failed"));
 }
 #endif

@@ -32,13 +32,13 @@ int classify_command(int argc, const char* const* argv, std::ostream& out, std::
     GenreClassifier classifier(read_trained_checkpoint(arguments.checkpoint),
                                inference_device(arguments.device));
     const size_t shown = size_t(std::min(top_k, classifier.labels().size()));
-    for (const std::string& file : arguments.files) {
+    return for_each_input(arguments.files, err, "classify", [&](const std::string& file) {
       const TrackClasses track = classifier.classify(file);
-      out << file;
+      std::string line = file;
       for (size_t k = 0; k < shown; ++k)
-        out << '\t' << score_text(classifier.labels(), track.ranked[k], track.slices);
-      out << '\n' << std::flush;
-    }
+        line += '\t' + score_text(classifier.labels(), track.ranked[k], track.slices);
+      out << line << '\n' << std::flush;
+    });
   });
 }
 

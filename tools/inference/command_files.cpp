@@ -30,9 +30,27 @@ void check_input_files(const std::vector<std::string>& files) {
   }
 }
 
+int64_t for_each_input(const std::vector<std::string>& files, std::ostream& err, const char* name,
+                       const std::function<void(const std::string&)>& one) {
+  int64_t failed = 0;
+  for (const std::string& file : files) {
+    try {
+      one(file);
+    } catch (const std::exception& error) {
+      // std::bad_alloc and the like say nothing of the file; sonata's errors usually name it.
+      const std::string what = error.what();
+      err << name << ": " << (what.find(file) == std::string::npos ? file + ": " : "") << what
+          << '\n'
+          << std::flush;
+      ++failed;
+    }
+  }
+  return failed;
+}
+
 int run_inference_command(CLI::App& app, const InferenceArguments& arguments, int argc,
                           const char* const* argv, std::ostream& out, std::ostream& err,
-                          const char* name, const std::function<void()>& body) {
+                          const char* name, const std::function<int64_t()>& body) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -40,8 +58,12 @@ int run_inference_command(CLI::App& app, const InferenceArguments& arguments, in
   }
   try {
     check_input_files(arguments.files);
-    body();
-    return 0;
+    const int64_t failed = body();
+    if (failed == 0) return 0;
+    out.flush();
+    err << name << ": " << failed << " of " << arguments.files.size()
+        << " inputs failed (each named above)\n";
+    return 1;
   } catch (const std::exception& error) {
     out.flush();
     err << name << ": " << error.what() << '\n';

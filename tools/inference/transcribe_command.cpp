@@ -18,8 +18,11 @@ int transcribe_command(int argc, const char* const* argv, std::ostream& out, std
   return run_inference_command(app, arguments, argc, argv, out, err, "transcribe", [&] {
     SpeechRecognizer recognizer(read_trained_checkpoint(arguments.checkpoint),
                                 inference_device(arguments.device));
-    for (const std::string& file : arguments.files)
-      out << file << '\t' << recognizer.transcribe(file, beam_width) << '\n' << std::flush;
+    // The transcript first: a file that fails prints nothing on `out`, not half a line.
+    return for_each_input(arguments.files, err, "transcribe", [&](const std::string& file) {
+      const std::string transcript = recognizer.transcribe(file, beam_width);
+      out << file << '\t' << transcript << '\n' << std::flush;
+    });
   });
 }
 
