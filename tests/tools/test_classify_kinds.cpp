@@ -5,6 +5,7 @@
 // files with the same weights: they agree only if classify draws the same inputs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,6 +56,26 @@ std::vector<Answer> classify_files(const std::string& checkpoint,
   }
   REQUIRE(answers.size() == files.size());
   return answers;
+}
+
+// classify on `files`, expecting the one at `refused` alone to be refused as of the wrong kind:
+// the others answered, one error line naming it and what the model was trained on.
+void check_wrong_kind_refused(const std::string& checkpoint, const std::vector<std::string>& files,
+                              size_t refused, const std::string& trained_on) {
+  std::vector<std::string> arguments = {"classify", "--checkpoint", checkpoint};
+  arguments.insert(arguments.end(), files.begin(), files.end());
+  std::vector<const char*> argv;
+  for (const std::string& argument : arguments) argv.push_back(argument.c_str());
+  std::ostringstream out, err;
+  const int code = classify_command(int(argv.size()), argv.data(), out, err);
+  INFO(out.str());
+  INFO(err.str());
+  CHECK(code == 1);
+  const std::string text = out.str();
+  CHECK(std::count(text.begin(), text.end(), '\n') == int64_t(files.size()) - 1);
+  CHECK(text.find(files[refused]) == std::string::npos);
+  CHECK_THAT(err.str(), Catch::Contains("'" + files[refused] + "' is ") &&
+                            Catch::Contains("was trained on " + trained_on));
 }
 
 // The trainer's accuracy and track accuracy on `manifest` with the weights of `checkpoint`.
@@ -117,6 +138,13 @@ TEST_CASE("classify: a checkpoint trained with --features cqt votes its constant
       trainer_accuracy(options, folder.file("run"), tones, folder.file("eval.jsonl"));
   (void)accuracy;
   CHECK(track_accuracy == Approx(double(correct_tracks) / 4));
+  // An image file to this model of audio tracks: refused, naming it; the track after it is
+  // still classified.
+  const std::string image = folder.file("slice.png");
+  const std::vector<uint8_t> png =
+      png_bytes(32, 32, PngColor::gray, 8, std::vector<uint16_t>(1024, 128));
+  write_text(image, std::string(png.begin(), png.end()));
+  check_wrong_kind_refused(folder.file("run"), {files[0], image, files[1]}, 1, "audio");
 }
 
 #if SONATA_WITH_IMAGE
@@ -167,5 +195,9 @@ TEST_CASE("classify: a checkpoint trained on image files reads each image as the
       options, folder.file("run"), folder.file("unseen.tsv"), folder.file("eval.jsonl"));
   CHECK(accuracy == Approx(double(correct) / 6));
   CHECK(track_accuracy == Approx(double(correct) / 6));
+  // An audio track to this model of image files: refused, naming it.
+  write_pcm16_wav(folder.file("track.wav"), std::vector<float>(4 * 16000, 0.1f), 16000);
+  check_wrong_kind_refused(folder.file("run"), {files[0], folder.file("track.wav")}, 1,
+                           "image files");
 }
 #endif

@@ -43,6 +43,29 @@ FeatureConfig image_features(const TrainedCheckpoint& checkpoint) {
   return config;
 }
 
+// What the model was trained on: the checkpoint's note (ClassTask::checkpoint_notes), or
+// for checkpoints written before it, the saved manifests' files while they can still be read;
+// "" when neither tells.
+std::string trained_inputs(const TrainedCheckpoint& checkpoint) {
+  const auto note = checkpoint.state.texts.find("inputs");
+  if (note != checkpoint.state.texts.end()) return note->second;
+  for (const char* split : {"train", "val", "test"}) {
+    const auto manifest = checkpoint.config.find(split);
+    if (manifest == checkpoint.config.end() || !manifest->is_string() ||
+        manifest->get<std::string>().empty())
+      continue;
+    try {
+      // Listed files are not opened (skip_bad): only their names are looked at.
+      const std::vector<ClassEntry> entries =
+          class_entries(manifest->get<std::string>(), InputPolicy{.skip_bad = true});
+      if (!entries.empty()) return is_image_path(entries.front().path) ? "image files" : "audio";
+    } catch (const Error&) {
+      // Moved or deleted since training: the next split, else no check.
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 GenreClassifier::GenreClassifier(const TrainedCheckpoint& checkpoint, Device device)
@@ -50,7 +73,9 @@ GenreClassifier::GenreClassifier(const TrainedCheckpoint& checkpoint, Device dev
       extractor_(image_features(checkpoint)),
       image_height_(saved_integer(checkpoint, "image-height")),
       image_width_(saved_integer(checkpoint, "image-width")),
-      device_(device) {
+      device_(device),
+      checkpoint_path_(checkpoint.path),
+      trained_inputs_(trained_inputs(checkpoint)) {
   const nlohmann::json& seconds = checkpoint.option("slice-seconds");
   SONATA_CHECK(seconds.is_number() && seconds.get<double>() > 0, "checkpoint '", checkpoint.path,
                "' saved slice-seconds as ", seconds.dump(), ", not a positive number");
@@ -74,7 +99,12 @@ GenreClassifier::GenreClassifier(const TrainedCheckpoint& checkpoint, Device dev
 }
 
 TrackClasses GenreClassifier::classify(const std::string& path) {
-  return is_image_path(path) ? classify_image(path) : classify_track(path);
+  const bool image = is_image_path(path);
+  const std::string kind = image ? "image files" : "audio";
+  SONATA_CHECK(trained_inputs_.empty() || trained_inputs_ == kind, "'", path, "' is ",
+               image ? "an image file" : "audio", ", but '", checkpoint_path_, "' was trained on ",
+               trained_inputs_, ": classify gives it ", trained_inputs_, " only");
+  return image ? classify_image(path) : classify_track(path);
 }
 
 void GenreClassifier::add_probabilities(const Tensor& images, std::vector<double>& out) {

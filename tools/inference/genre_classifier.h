@@ -29,7 +29,9 @@ class GenreClassifier {
   // Refuses a checkpoint that is not a vgg19_bn one (require_model).
   GenreClassifier(const TrainedCheckpoint& checkpoint, Device device);
 
-  // A file that cannot be decoded throws naming it.
+  // A file that cannot be decoded throws naming it, as does a file of the other kind than
+  // the model was trained on (an image file to a model of audio tracks, or audio to a model
+  // of image files).
   TrackClasses classify(const std::string& path);
 
   const LabelMap& labels() const { return labels_; }
@@ -49,6 +51,8 @@ class GenreClassifier {
   ImageNormalize normalize_;              // of image files
   std::shared_ptr<Module> model_;
   Device device_;
+  std::string checkpoint_path_;
+  std::string trained_inputs_;  // "image files", "audio", or "" when the checkpoint cannot tell
 };
 
 }  // namespace sonata

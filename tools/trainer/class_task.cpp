@@ -262,6 +262,14 @@ std::map<std::string, std::string> ClassTask::checkpoint_texts() const {
   return {{"label_map", labels_.to_json()}};
 }
 
+std::map<std::string, std::string> ClassTask::checkpoint_notes() const {
+  // An image file's item is [C, H, W], an audio slice's [H, W] (ImageSplit).
+  for (const ImageSplit* data : {&train_, &val_, &test_})
+    if (!data->images.empty())
+      return {{"inputs", data->images.front().dim() == 3 ? "image files" : "audio"}};
+  return {};
+}
+
 std::string ClassTask::describe() const {
   std::string text =
       str("vgg19_bn (", model_->parameter_count(), " parameters), ", labels_.size(), " classes");

@@ -36,6 +36,9 @@ class ClassTask : public Task {
   std::string best_metric() const override { return "accuracy"; }
   bool lower_is_better() const override { return false; }
   std::map<std::string, std::string> checkpoint_texts() const override;
+  // "inputs": "image files" or "audio", what the model was trained on (classify refuses the
+  // other kind).
+  std::map<std::string, std::string> checkpoint_notes() const override;
   std::string describe() const override;
   const char* item_name() const override { return "img"; }
   DataReport data_report() const override;

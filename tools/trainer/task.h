@@ -96,6 +96,9 @@ class Task {
   virtual bool lower_is_better() const = 0;
   // What must match for a checkpoint to be resumed or evaluated ("vocabulary", "label_map").
   virtual std::map<std::string, std::string> checkpoint_texts() const = 0;
+  // Texts saved beside those for the tools that read a checkpoint (classify: "inputs"), never
+  // compared on resume, so that checkpoints written before one existed still resume.
+  virtual std::map<std::string, std::string> checkpoint_notes() const { return {}; }
   // One line on the data ("2400 clips, 1.2 h, 29 symbols"), printed at start.
   virtual std::string describe() const = 0;
   // The unit of throughput: "utt" or "img".

@@ -29,6 +29,7 @@ TrainingState capture_training_state(const TrainerOptions& options, Task& task,
   state.scalars["batch"] = double(position.batch);
   for (const auto& [key, value] : scaler.state_dict()) state.scalars[kScalerPrefix + key] = value;
   state.texts = task.checkpoint_texts();
+  state.texts.merge(task.checkpoint_notes());
   state.texts["model"] = options.model;
   state.texts["config"] = options.to_json();
   state.texts["generator.seed"] = std::to_string(default_generator().seed());
