@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <sstream>
 
 #include "base/error.h"
@@ -152,7 +153,16 @@ Audio decode_audio(const std::string& path) {
   SF_INFO info{};
   const File file(sf_open(path.c_str(), SFM_READ, &info));
   if (!file) open_failed(path);
-  return read_all(file.get(), info, path);
+  try {
+    return read_all(file.get(), info, path);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& error) {
+    // std::bad_alloc, std::length_error: a header declaring more frames than memory holds
+    // (the samples are reserved up front).
+    throw Error(str(quoted(path), " declares ", info.frames, " frames at ", info.samplerate,
+                    " Hz: out of memory decoding it (", error.what(), ")"));
+  }
 }
 
 Audio decode_audio_memory(const void* bytes, size_t size, const std::string& name) {

@@ -76,8 +76,8 @@ Tensor cqt_image(std::span<const float> slice, const ConstantQ& cqt, int64_t hei
 }
 
 Tensor image_file_item(const std::string& path, int64_t channels, int64_t height, int64_t width,
-                       const ImageNormalize& normalize) {
-  Tensor image = resize_bilinear(read_image(path, channels), height, width);
+                       const ImageNormalize& normalize, int64_t max_pixels) {
+  Tensor image = resize_bilinear(read_image(path, channels, max_pixels), height, width);
   normalize_image(image, normalize);
   return image;
 }
@@ -110,12 +110,14 @@ ImageSplit load_image_split(const std::string& name, const std::string& manifest
                manifest, " holds audio and no front end (mel or cqt) was given");
   std::vector<std::vector<Tensor>> images(entries.size());
   std::vector<double> seconds(entries.size());
-  const std::vector<std::string> problems =
-      load_inputs(int64_t(entries.size()), workers, policy, [&](int64_t i) {
+  const std::vector<std::string> problems = load_inputs(
+      int64_t(entries.size()), workers, policy, [&](int64_t i) { return entries[size_t(i)].path; },
+      [&](int64_t i) {
         const ClassEntry& entry = entries[size_t(i)];
         if (image_files > 0) {
           images[size_t(i)].push_back(image_file_item(entry.path, options.channels, options.height,
-                                                      options.width, options.normalize));
+                                                      options.width, options.normalize,
+                                                      options.max_pixels));
           return;
         }
         Audio decoded = decode_audio(entry.path);

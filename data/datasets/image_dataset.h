@@ -20,6 +20,7 @@
 #include "data/features/cqt.h"
 #include "data/features/spectrogram.h"
 #include "data/image/image_normalize.h"
+#include "data/image/pixels.h"
 #include "data/loader/host_batch.h"
 #include "data/manifest/class_manifest.h"
 #include "data/manifest/input_policy.h"
@@ -57,9 +58,10 @@ Tensor cqt_image(std::span<const float> slice, const ConstantQ& cqt, int64_t hei
 
 // An image file (data/image/image_file.h) as the model reads it: converted to `channels`
 // (PIL's convert("L") or convert("RGB")), resized bilinearly to [height, width] (torchvision's
-// Resize on the float tensor, antialias off), normalised: [channels, height, width].
+// Resize on the float tensor, antialias off), normalised: [channels, height, width]. A file
+// declaring more than `max_pixels` pixels is refused before decoding (read_image).
 Tensor image_file_item(const std::string& path, int64_t channels, int64_t height, int64_t width,
-                       const ImageNormalize& normalize);
+                       const ImageNormalize& normalize, int64_t max_pixels = kMaxImagePixels);
 
 // A class manifest's entries, or a folder of class folders' (scan_class_folders).
 std::vector<ClassEntry> class_entries(const std::string& path, const InputPolicy& policy);
@@ -70,6 +72,7 @@ struct ImageSplitOptions {
   int64_t height = 128, width = 128;
   int64_t channels = 3;                   // of the model input (image files are converted to it)
   ImageNormalize normalize;               // of image files
+  int64_t max_pixels = kMaxImagePixels;   // of image files, declared (--max-image-pixels)
   ImageJitter jitter;                     // asked for; refused for image files
   const FeatureExtractor* mel = nullptr;  // the dB mel front end (audio, unless `cqt`)
   const ConstantQ* cqt = nullptr;

@@ -95,7 +95,8 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
   std::vector<std::string> transcripts(entries.size());
   std::vector<int64_t> dropped(entries.size(), 0);
   const double seconds_per_frame = frame_seconds(extractor.config());
-  const std::vector<std::string> problems = load_inputs(count, workers, policy, [&](int64_t i) {
+  const auto path_of = [&](int64_t i) { return entries[size_t(i)].path; };
+  const auto problems = load_inputs(count, workers, policy, path_of, [&](int64_t i) {
     const AsrEntry& entry = entries[size_t(i)];
     double seconds = 0;
     if (cache) {

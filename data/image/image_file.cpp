@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <new>
 
 #include "base/error.h"
 #include "data/image/jpeg_reader.h"
@@ -27,15 +28,21 @@ bool is_image_path(const std::string& path) {
   return extension == ".png" || extension == ".jpg" || extension == ".jpeg";
 }
 
-Pixels read_pixels(const std::string& path) {
+void check_image_size(const std::string& path, int64_t width, int64_t height, int64_t max_pixels) {
+  SONATA_CHECK(width * height <= max_pixels, "the image '", path, "' declares ", width, " x ",
+               height, " = ", width * height, " pixels, more than the ", max_pixels,
+               " allowed (--max-image-pixels; PIL's MAX_IMAGE_PIXELS): refused before decoding");
+}
+
+Pixels read_pixels(const std::string& path, int64_t max_pixels) {
   std::ifstream in(path, std::ios::binary);
   SONATA_CHECK(in.good(), "cannot open the image '", path, "'");
   unsigned char head[4] = {};
   in.read(reinterpret_cast<char*>(head), 4);
   if (in.gcount() == 4 && head[0] == 0x89 && head[1] == 'P' && head[2] == 'N' && head[3] == 'G')
-    return read_png(path);
+    return read_png(path, max_pixels);
   if (in.gcount() >= 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF)
-    return read_jpeg(path);
+    return read_jpeg(path, max_pixels);
   throw Error(str("the image '", path, "' is neither a PNG nor a JPEG file"));
 }
 
@@ -60,8 +67,12 @@ Tensor pixels_to_tensor(const Pixels& pixels, int64_t channels) {
   return image;
 }
 
-Tensor read_image(const std::string& path, int64_t channels) {
-  return pixels_to_tensor(read_pixels(path), channels);
+Tensor read_image(const std::string& path, int64_t channels, int64_t max_pixels) {
+  try {
+    return pixels_to_tensor(read_pixels(path, max_pixels), channels);
+  } catch (const std::bad_alloc&) {
+    throw Error(str("out of memory reading the image '", path, "'"));
+  }
 }
 
 }  // namespace sonata

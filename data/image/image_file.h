@@ -8,7 +8,9 @@
 // then each 8-bit value v becomes v / 255 (in float, as ToTensor).
 //
 // Errors throw sonata::Error, one sentence naming the file (see the readers), so a caller's
-// bad-input policy can catch them per item.
+// bad-input policy can catch them per item: an image declaring more than `max_pixels` pixels
+// is refused from its header (pixels.h, PIL's MAX_IMAGE_PIXELS), and running out of memory
+// while reading one is an error naming it too.
 #include <cstdint>
 #include <string>
 
@@ -21,12 +23,12 @@ namespace sonata {
 bool is_image_path(const std::string& path);
 
 // The pixels of a PNG or JPEG file, by its content.
-Pixels read_pixels(const std::string& path);
+Pixels read_pixels(const std::string& path, int64_t max_pixels = kMaxImagePixels);
 
 // `pixels` as [channels, height, width] f32 in [0, 1]; channels 1 or 3.
 Tensor pixels_to_tensor(const Pixels& pixels, int64_t channels);
 
 // read_pixels then pixels_to_tensor.
-Tensor read_image(const std::string& path, int64_t channels);
+Tensor read_image(const std::string& path, int64_t channels, int64_t max_pixels = kMaxImagePixels);
 
 }  // namespace sonata

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <new>
 
 #include "base/error.h"
 
@@ -43,7 +44,10 @@ void on_jpeg_message(j_common_ptr info, int level) {
 }
 
 // Every object with a destructor lives in the caller, so a longjmp out of libjpeg skips none.
-bool decode(std::FILE* file, JpegFailure& failure, Pixels& out, bool& cmyk) {
+// An image of more than `max_pixels` leaves its size in `out` and `too_large` set, before
+// anything is allocated for its samples (libjpeg's own buffers included).
+bool decode(std::FILE* file, JpegFailure& failure, Pixels& out, bool& cmyk, int64_t max_pixels,
+            bool& too_large) {
   jpeg_decompress_struct info;
   info.err = jpeg_std_error(&failure.manager);
   failure.manager.error_exit = on_jpeg_error;
@@ -55,6 +59,13 @@ bool decode(std::FILE* file, JpegFailure& failure, Pixels& out, bool& cmyk) {
   jpeg_create_decompress(&info);
   jpeg_stdio_src(&info, file);
   jpeg_read_header(&info, TRUE);
+  out.width = info.image_width;
+  out.height = info.image_height;
+  too_large = out.width * out.height > max_pixels;
+  if (too_large) {
+    jpeg_destroy_decompress(&info);
+    return false;
+  }
   cmyk = info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK;
   if (cmyk) {
     jpeg_destroy_decompress(&info);
@@ -65,7 +76,15 @@ bool decode(std::FILE* file, JpegFailure& failure, Pixels& out, bool& cmyk) {
   out.width = info.output_width;
   out.height = info.output_height;
   out.channels = info.output_components;
-  out.values.resize(size_t(out.width * out.height * out.channels));
+  try {
+    out.values.resize(size_t(out.width * out.height * out.channels));
+  } catch (const std::bad_alloc&) {
+    jpeg_destroy_decompress(&info);
+    std::snprintf(failure.message, sizeof failure.message,
+                  "out of memory for its %lld x %lld pixels", (long long)out.width,
+                  (long long)out.height);
+    return false;
+  }
   while (info.output_scanline < info.output_height) {
     JSAMPROW row = out.values.data() + int64_t(info.output_scanline) * out.width * out.channels;
     jpeg_read_scanlines(&info, &row, 1);
@@ -77,7 +96,7 @@ bool decode(std::FILE* file, JpegFailure& failure, Pixels& out, bool& cmyk) {
 
 }  // namespace
 
-Pixels read_jpeg(const std::string& path) {
+Pixels read_jpeg(const std::string& path, int64_t max_pixels) {
   const std::unique_ptr<std::FILE, CloseFile> file(std::fopen(path.c_str(), "rb"));
   SONATA_CHECK(file != nullptr, "cannot open the image '", path, "'");
   unsigned char marker[3] = {};
@@ -87,8 +106,10 @@ Pixels read_jpeg(const std::string& path) {
   std::rewind(file.get());
   JpegFailure failure;
   Pixels pixels;
-  bool cmyk = false;
-  if (!decode(file.get(), failure, pixels, cmyk)) {
+  bool cmyk = false, too_large = false;
+  const bool decoded = decode(file.get(), failure, pixels, cmyk, max_pixels, too_large);
+  if (too_large) check_image_size(path, pixels.width, pixels.height, max_pixels);
+  if (!decoded) {
     SONATA_CHECK(!cmyk, "the image '", path,
                  "' is a CMYK JPEG, which is not supported (gray or RGB)");
     throw Error(
@@ -101,7 +122,7 @@ Pixels read_jpeg(const std::string& path) {
 
 #else
 
-Pixels read_jpeg(const std::string& path) {
+Pixels read_jpeg(const std::string& path, int64_t) {
   throw Error(
       str("cannot read the image '", path,
           "': sonata was built without libjpeg (SONATA_IMAGE; Debian: libjpeg62-turbo-dev)"));

@@ -6,13 +6,14 @@
 //
 // Throws sonata::Error naming the file: unreadable, not a JPEG, corrupt, or truncated (libjpeg
 // only warns at a premature end and fills the rest with gray; that is taken as corrupt, as PIL
-// refuses truncated files). In a build without libjpeg every call throws saying so.
+// refuses truncated files), or declaring more than `max_pixels` pixels (found in the header,
+// before decoding; pixels.h). In a build without libjpeg every call throws saying so.
 #include <string>
 
 #include "data/image/pixels.h"
 
 namespace sonata {
 
-Pixels read_jpeg(const std::string& path);
+Pixels read_jpeg(const std::string& path, int64_t max_pixels = kMaxImagePixels);
 
 }  // namespace sonata

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <new>
 
 #include "base/error.h"
 
@@ -36,7 +37,10 @@ struct PngFailure {
 void on_png_warning(png_structp, png_const_charp) {}  // ancillary-chunk trouble: keep reading
 
 // Every object with a destructor lives in the caller, so a longjmp out of libpng skips none.
-bool decode(std::FILE* file, PngFailure& failure, Pixels& out, std::vector<png_bytep>& rows) {
+// An image of more than `max_pixels` leaves its size in `out` and `too_large` set, before
+// anything is allocated for its samples.
+bool decode(std::FILE* file, PngFailure& failure, Pixels& out, std::vector<png_bytep>& rows,
+            int64_t max_pixels, bool& too_large) {
   png_structp png =
       png_create_read_struct(PNG_LIBPNG_VER_STRING, &failure, on_png_error, on_png_warning);
   if (png == nullptr) {
@@ -50,6 +54,13 @@ bool decode(std::FILE* file, PngFailure& failure, Pixels& out, std::vector<png_b
   }
   png_init_io(png, file);
   png_read_info(png, info);
+  out.width = png_get_image_width(png, info);
+  out.height = png_get_image_height(png, info);
+  too_large = out.width * out.height > max_pixels;
+  if (too_large) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
   const int color = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
   if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
@@ -63,8 +74,16 @@ bool decode(std::FILE* file, PngFailure& failure, Pixels& out, std::vector<png_b
   out.width = png_get_image_width(png, info);
   out.height = png_get_image_height(png, info);
   out.channels = png_get_channels(png, info);
-  out.values.resize(size_t(out.width * out.height * out.channels));
-  rows.resize(size_t(out.height));
+  try {
+    out.values.resize(size_t(out.width * out.height * out.channels));
+    rows.resize(size_t(out.height));
+  } catch (const std::bad_alloc&) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    std::snprintf(failure.message, sizeof failure.message,
+                  "out of memory for its %lld x %lld pixels", (long long)out.width,
+                  (long long)out.height);
+    return false;
+  }
   for (int64_t y = 0; y < out.height; ++y)
     rows[size_t(y)] = out.values.data() + y * out.width * out.channels;
   png_read_image(png, rows.data());
@@ -75,7 +94,7 @@ bool decode(std::FILE* file, PngFailure& failure, Pixels& out, std::vector<png_b
 
 }  // namespace
 
-Pixels read_png(const std::string& path) {
+Pixels read_png(const std::string& path, int64_t max_pixels) {
   const std::unique_ptr<std::FILE, CloseFile> file(std::fopen(path.c_str(), "rb"));
   SONATA_CHECK(file != nullptr, "cannot open the image '", path, "'");
   png_byte signature[8] = {};
@@ -86,7 +105,10 @@ Pixels read_png(const std::string& path) {
   PngFailure failure;
   Pixels pixels;
   std::vector<png_bytep> rows;
-  if (!decode(file.get(), failure, pixels, rows))
+  bool too_large = false;
+  const bool decoded = decode(file.get(), failure, pixels, rows, max_pixels, too_large);
+  if (too_large) check_image_size(path, pixels.width, pixels.height, max_pixels);
+  if (!decoded)
     throw Error(
         str("the image '", path, "' is a corrupt PNG file (libpng: ", failure.message, ")"));
   SONATA_CHECK(pixels.width > 0 && pixels.height > 0, "the image '", path, "' has no pixels");
@@ -97,7 +119,7 @@ Pixels read_png(const std::string& path) {
 
 #else
 
-Pixels read_png(const std::string& path) {
+Pixels read_png(const std::string& path, int64_t) {
   throw Error(str("cannot read the image '", path,
                   "': sonata was built without libpng (SONATA_IMAGE; Debian: libpng-dev)"));
 }

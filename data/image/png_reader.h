@@ -6,7 +6,8 @@
 // high byte, as PIL reads 16-bit RGB; PIL opens 16-bit gray as mode I and its convert("L")
 // clips instead of scaling, so 16-bit gray PNGs differ from PIL there.
 //
-// Throws sonata::Error naming the file: unreadable, not a PNG, or corrupt (libpng's reason).
+// Throws sonata::Error naming the file: unreadable, not a PNG, corrupt (libpng's reason), or
+// declaring more than `max_pixels` pixels (found in the header, before decoding; pixels.h).
 // In a build without libpng every call throws saying so.
 #include <string>
 
@@ -14,6 +15,6 @@
 
 namespace sonata {
 
-Pixels read_png(const std::string& path);
+Pixels read_png(const std::string& path, int64_t max_pixels = kMaxImagePixels);
 
 }  // namespace sonata

@@ -1,20 +1,30 @@
 #include "data/manifest/input_policy.h"
 
+#include <new>
+
 #include "base/error.h"
 #include "base/parallel_for.h"
 
 namespace sonata {
 
 std::vector<std::string> load_inputs(int64_t count, int64_t workers, const InputPolicy& policy,
+                                     const std::function<std::string(int64_t)>& path_of,
                                      const std::function<void(int64_t)>& load) {
   std::vector<std::string> problems(static_cast<size_t>(count));
   parallel_for(count, workers, [&](int64_t i) {
+    std::string problem;
     try {
       load(i);
+      return;
     } catch (const Error& error) {
-      if (!policy.skip_bad) throw;
-      problems[size_t(i)] = error.what();
+      problem = error.what();
+    } catch (const std::bad_alloc&) {
+      problem = "out of memory reading it";
     }
+    const std::string path = path_of(i);
+    if (problem.find(path) == std::string::npos) problem = str(path, ": ", problem);
+    if (!policy.skip_bad) throw Error(problem);
+    problems[size_t(i)] = problem;
   });
   return problems;
 }

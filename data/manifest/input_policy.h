@@ -21,10 +21,13 @@ struct InputPolicy {
 };
 
 // Runs load(i) for every i in [0, count) on `workers` threads. A load that throws
-// sonata::Error marks its input bad: under stop that error is rethrown (the lowest bad
-// index's, whatever the timing), under skip it is kept. Returns each input's error, "" for
-// the inputs that loaded.
+// sonata::Error, or runs out of memory (std::bad_alloc: a header declaring a huge size), marks
+// its input bad: under stop that error is rethrown (the lowest bad index's, whatever the
+// timing), under skip it is kept. Each error names the input's file, path_of(i): one that does
+// not (the allocator's "out of CPU memory allocating N bytes") is prefixed with it. Returns
+// each input's error, "" for the inputs that loaded.
 std::vector<std::string> load_inputs(int64_t count, int64_t workers, const InputPolicy& policy,
+                                     const std::function<std::string(int64_t)>& path_of,
                                      const std::function<void(int64_t)>& load);
 
 // How to read a manifest under `policy`: under skip a listed file that does not exist is

@@ -116,7 +116,8 @@ void GenreClassifier::add_probabilities(const Tensor& images, std::vector<double
 
 TrackClasses GenreClassifier::classify_image(const std::string& path) {
   NoGradGuard no_grad;
-  const Tensor image = image_file_item(path, in_channels_, image_height_, image_width_, normalize_);
+  const Tensor image = image_file_item(path, in_channels_, image_height_, image_width_, normalize_,
+                                       max_image_pixels_);
   std::vector<double> probabilities;
   add_probabilities(image.view({1, in_channels_, image_height_, image_width_}), probabilities);
   return {1, rank_by_slice_votes(probabilities, labels_.size())};

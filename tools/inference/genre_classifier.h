@@ -12,6 +12,7 @@
 #include "data/features/cqt.h"
 #include "data/features/spectrogram.h"
 #include "data/image/image_normalize.h"
+#include "data/image/pixels.h"
 #include "data/manifest/label_map.h"
 #include "engine/nn/module.h"
 #include "tools/inference/track_vote.h"
@@ -35,6 +36,8 @@ class GenreClassifier {
   TrackClasses classify(const std::string& path);
 
   const LabelMap& labels() const { return labels_; }
+  // Image files declaring more pixels are refused before decoding (data/image/pixels.h).
+  void set_max_image_pixels(int64_t pixels) { max_image_pixels_ = pixels; }
 
  private:
   TrackClasses classify_image(const std::string& path);
@@ -53,6 +56,7 @@ class GenreClassifier {
   Device device_;
   std::string checkpoint_path_;
   std::string trained_inputs_;  // "image files", "audio", or "" when the checkpoint cannot tell
+  int64_t max_image_pixels_ = kMaxImagePixels;
 };
 
 }  // namespace sonata

@@ -67,6 +67,7 @@ ImageSplit ClassTask::load(const std::string& name, const std::string& manifest)
   split_options.width = options_.image_width;
   split_options.channels = in_channels_;
   split_options.normalize = {options_.image_mean, options_.image_std};
+  split_options.max_pixels = options_.max_image_pixels;
   split_options.jitter = {options_.brightness, options_.contrast};
   split_options.mel = &extractor_;
   split_options.cqt = cqt_.get();

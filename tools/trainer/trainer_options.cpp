@@ -86,6 +86,10 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
       ->group(data);
   app.add_option("--max-duration", o.max_duration,
                  "seconds; a longer clip is bad input (0: no limit)")
+      ->group(data);
+  app.add_option("--max-image-pixels", o.max_image_pixels,
+                 "classification, image files: an image declaring more pixels (width x height) "
+                 "is bad input, refused before decoding (PIL's MAX_IMAGE_PIXELS)")
       ->capture_default_str()
       ->group(data);
   app.add_option("--slice-seconds", o.slice_seconds, "classification: seconds per slice")
@@ -379,6 +383,7 @@ void TrainerOptions::check() const {
   SONATA_CHECK(one_of(bad_input, {"stop", "skip"}), "--bad-input must be stop or skip, got '",
                bad_input, "'");
   SONATA_CHECK(max_duration >= 0, "--max-duration must not be negative (0: no limit)");
+  SONATA_CHECK(max_image_pixels > 0, "--max-image-pixels must be positive, got ", max_image_pixels);
   parse_tf32_mode(tf32, "--tf32");  // throws naming a bad value
   SONATA_CHECK(device == "auto" || device == "cpu" || device.rfind("cuda", 0) == 0,
                "--device must be auto, cpu, cuda or cuda:N, got '", device, "'");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/reducer.h"
+#include "data/image/pixels.h"
 #include "tools/feature_flags.h"
 
 namespace CLI {
@@ -35,6 +36,9 @@ struct TrainerOptions {
   std::string bad_input = "stop";  // stop | skip (and count) on an unusable clip
   double max_duration = 0;  // seconds; longer clips are bad input (0: no limit)  // ASR: features
                             // precomputed by `featurize` with the same flags
+  // Image files: a header declaring more pixels is refused before decoding (bad input), as
+  // PIL's MAX_IMAGE_PIXELS (data/image/pixels.h).
+  int64_t max_image_pixels = kMaxImagePixels;
   // Classification images: dB mel of fixed-length slices, resized to image_size.
   double slice_seconds = 3.0;
   int64_t image_height = 128, image_width = 128;
