@@ -165,6 +165,15 @@ Audio decode_audio(const std::string& path) {
   }
 }
 
+double declared_seconds(const std::string& path) {
+  SF_INFO info{};
+  const File file(sf_open(path.c_str(), SFM_READ, &info));
+  const bool exact = file && info.samplerate > 0 && info.frames > 0 &&
+                     info.frames != SF_COUNT_MAX &&
+                     (info.format & SF_FORMAT_TYPEMASK) != SF_FORMAT_MPEG;
+  return exact ? double(info.frames) / double(info.samplerate) : 0.0;
+}
+
 Audio decode_audio_memory(const void* bytes, size_t size, const std::string& name) {
   SONATA_CHECK(size > 0, quoted(name), " is empty (0 bytes)");
   Memory memory{static_cast<const unsigned char*>(bytes), sf_count_t(size), 0};
@@ -194,6 +203,9 @@ Audio decode_audio(const std::string& path) {
 }
 Audio decode_audio_memory(const void*, size_t, const std::string& name) {
   unavailable(name);
+}
+double declared_seconds(const std::string&) {
+  return 0;
 }
 bool audio_decoding_available() {
   return false;

@@ -31,6 +31,12 @@ Audio decode_audio(const std::string& path);
 // The same from an encoded file held in memory; `name` stands for it in errors.
 Audio decode_audio_memory(const void* bytes, size_t size, const std::string& name);
 
+// The seconds of audio a file's header declares, read without decoding it, so that a clip too
+// long to load can be left out before its samples are allocated; 0 when the header declares
+// no exact length (MP3, an Ogg stream without an end mark) or the file does not open (then
+// decode_audio says why).
+double declared_seconds(const std::string& path);
+
 // Whether this build can decode (it was built with libsndfile).
 bool audio_decoding_available();
 

@@ -110,6 +110,7 @@ ImageSplit load_image_split(const std::string& name, const std::string& manifest
                manifest, " holds audio and no front end (mel or cqt) was given");
   std::vector<std::vector<Tensor>> images(entries.size());
   std::vector<double> seconds(entries.size());
+  std::vector<double> too_long(entries.size(), 0);  // the seconds of a track over max_duration
   const std::vector<std::string> problems = load_inputs(
       int64_t(entries.size()), workers, policy, [&](int64_t i) { return entries[size_t(i)].path; },
       [&](int64_t i) {
@@ -118,6 +119,12 @@ ImageSplit load_image_split(const std::string& name, const std::string& manifest
           images[size_t(i)].push_back(image_file_item(entry.path, options.channels, options.height,
                                                       options.width, options.normalize,
                                                       options.max_pixels));
+          return;
+        }
+        // Over --max-duration by its header: left out before its samples are allocated.
+        const double declared = policy.max_duration > 0 ? declared_seconds(entry.path) : 0;
+        if (over_max_duration(declared, policy)) {
+          too_long[size_t(i)] = declared;
           return;
         }
         Audio decoded = decode_audio(entry.path);
@@ -129,7 +136,10 @@ ImageSplit load_image_split(const std::string& name, const std::string& manifest
         // as the track's class.
         SONATA_CHECK(int64_t(audio.size()) >= slice, entry.path, " lasts ", seconds[size_t(i)],
                      " s, shorter than one --slice-seconds ", options.slice_seconds, " slice");
-        check_duration(entry.path, seconds[size_t(i)], policy);
+        if (over_max_duration(seconds[size_t(i)], policy)) {
+          too_long[size_t(i)] = seconds[size_t(i)];
+          return;
+        }
         for (int64_t start = 0; start + slice <= int64_t(audio.size()); start += slice) {
           const std::span<const float> piece(audio.data() + start, size_t(slice));
           images[size_t(i)].push_back(
@@ -140,7 +150,10 @@ ImageSplit load_image_split(const std::string& name, const std::string& manifest
   ImageSplit split;
   split.name = name;
   split.skipped = bad_inputs(problems);
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (too_long[i] > 0) split.too_long.push_back({entries[i].path, too_long[i]});
   for (const size_t i : good_inputs(problems)) {
+    if (too_long[i] > 0) continue;
     for (Tensor& image : images[i]) {
       split.images.push_back(std::move(image));
       split.labels.push_back(labels[i]);
@@ -149,8 +162,10 @@ ImageSplit load_image_split(const std::string& name, const std::string& manifest
     ++split.track_count;
     split.seconds += seconds[i];
   }
-  SONATA_CHECK(split.track_count > 0, "--", name, " ", manifest, ": every track is bad (",
-               split.skipped.front(), ")");
+  SONATA_CHECK(
+      split.track_count > 0, "--", name, " ", manifest, ": every track is bad (",
+      split.skipped.empty() ? describe_too_long(split.too_long, policy) : split.skipped.front(),
+      ")");
   return split;
 }
 

@@ -36,6 +36,7 @@ struct ImageSplit {
   int64_t track_count = 0;
   double seconds = 0;
   std::vector<std::string> skipped;  // why each skipped track was bad (policy.skip_bad)
+  std::vector<TooLong> too_long;     // tracks over policy.max_duration, left out (input_policy.h)
 };
 
 // The fields of an image batch.

@@ -94,6 +94,7 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
   std::vector<std::vector<int64_t>> targets(entries.size());
   std::vector<std::string> transcripts(entries.size());
   std::vector<int64_t> dropped(entries.size(), 0);
+  std::vector<double> too_long(entries.size(), 0);  // the seconds of a clip over max_duration
   const double seconds_per_frame = frame_seconds(extractor.config());
   const auto path_of = [&](int64_t i) { return entries[size_t(i)].path; };
   const auto problems = load_inputs(count, workers, policy, path_of, [&](int64_t i) {
@@ -105,6 +106,12 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
       features[size_t(i)] = cached.dtype() == DType::f32 ? cached : cached.to(DType::f32);
       seconds = double(cached.size(0)) * seconds_per_frame;
     } else {
+      // Over --max-duration by its header: left out before its samples are allocated.
+      const double declared = policy.max_duration > 0 ? declared_seconds(entry.path) : 0;
+      if (over_max_duration(declared, policy)) {
+        too_long[size_t(i)] = declared;
+        return;
+      }
       audio[size_t(i)] = decode_clip(entry.path, rate);
       seconds = double(audio[size_t(i)].size()) / double(rate);
       // Too short for one STFT frame: found here, where it can be skipped, not in log_mel.
@@ -114,7 +121,12 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
                    audio[size_t(i)].size(), " samples, fewer than the ", need,
                    " one feature frame needs");
     }
-    check_duration(entry.path, seconds, policy);
+    if (over_max_duration(seconds, policy)) {
+      too_long[size_t(i)] = seconds;
+      audio[size_t(i)] = {};
+      features[size_t(i)] = {};
+      return;
+    }
     const std::string where = manifest + " line " + std::to_string(i + 1);
     const NormalisedText text = normalise(vocabulary, entry.transcript, where);
     transcripts[size_t(i)] = text.text;
@@ -123,7 +135,10 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
   });
   // Skipped bad clips leave every list, and their reasons are kept.
   split.skipped = bad_inputs(problems);
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (too_long[i] > 0) split.too_long.push_back({entries[i].path, too_long[i]});
   for (const size_t i : good_inputs(problems)) {
+    if (too_long[i] > 0) continue;
     split.paths.push_back(entries[i].path);
     if (cache) split.features.push_back(std::move(features[i]));
     split.targets.push_back(std::move(targets[i]));
@@ -134,7 +149,10 @@ SpeechSplit load_speech_split(const std::string& name, const std::string& manife
   }
   audio.resize(split.paths.size());
   SONATA_CHECK(!split.paths.empty(), "--", name, " manifest ", manifest, ": every clip is bad (",
-               split.skipped.empty() ? std::string("none listed") : split.skipped.front(), ")");
+               !split.skipped.empty()   ? split.skipped.front()
+               : split.too_long.empty() ? std::string("none listed")
+                                        : describe_too_long(split.too_long, policy),
+               ")");
 
   if (cache) {
     for (const Tensor& clip : split.features)
@@ -187,8 +205,10 @@ HostBatch SpeechBatcher::features(const SpeechSplit& split, const std::vector<in
     keys.push_back(augment_key(epoch, item));
   }
   const bool masked = training && augment_.spec_augment;
-  return assemble(item_features, item_targets, extractor_.config(),
-                  masked ? &augment_.masks : nullptr, augment_.seed, keys);
+  HostBatch host = assemble(item_features, item_targets, extractor_.config(),
+                            masked ? &augment_.masks : nullptr, augment_.seed, keys);
+  for (const int64_t item : items) host.sources.push_back(split.paths[size_t(item)]);
+  return host;
 }
 
 HostBatch SpeechBatcher::pad(const std::vector<Tensor>& item_features,
@@ -225,6 +245,7 @@ HostBatch SpeechBatcher::waveforms(const SpeechSplit& split, const std::vector<i
     target_lengths.push_back(int64_t(labels.size()));
     host.audio_seconds += audio_seconds(frames.back(), extractor_.config());
     host.frames += frames.back();
+    host.sources.push_back(split.paths[size_t(item)]);
   }
   host.items = batch;
   host.padded_frames =

@@ -33,6 +33,9 @@ struct SpeechSplit {
   double seconds = 0;
   int64_t dropped_characters = 0;    // outside the vocabulary, over all transcripts
   std::vector<std::string> skipped;  // why each skipped clip was bad (policy.skip_bad)
+  // Clips longer than policy.max_duration: left out whatever the bad-input rule, as NeMo's
+  // manifests filter by duration (before decoding, when the header declares the length).
+  std::vector<TooLong> too_long;
 
   int64_t clips() const { return int64_t(targets.size()); }
 };

@@ -1,5 +1,6 @@
 #include "data/loader/host_batch.h"
 
+#include <new>
 #include <utility>
 
 #include "base/error.h"
@@ -36,6 +37,33 @@ const Tensor& HostBatch::operator[](std::string_view name) const {
 
 Tensor& HostBatch::operator[](std::string_view name) {
   return field_of(*this, name);
+}
+
+namespace {
+
+// The batch's files for an error: all of them up to a few, then a count.
+std::string named_sources(const HostBatch& batch) {
+  constexpr size_t kNamed = 8;
+  std::string text = str(" in a batch of ", batch.sources.size(), " inputs: ");
+  for (size_t i = 0; i < batch.sources.size() && i < kNamed; ++i)
+    text += (i ? ", " : "") + batch.sources[i];
+  if (batch.sources.size() > kNamed) text += str(" and ", batch.sources.size() - kNamed, " more");
+  return text + " (a long one may need --max-duration lower, or a smaller --batch-size)";
+}
+
+}  // namespace
+
+void with_batch_named(const HostBatch& batch, const std::function<void()>& step) {
+  if (batch.sources.empty()) return step();
+  try {
+    step();
+  } catch (const std::bad_alloc&) {
+    throw Error("out of memory" + named_sources(batch));
+  } catch (const Error& error) {
+    const std::string what = error.what();
+    if (what.find("out of") == std::string::npos || what.find("memory") == std::string::npos) throw;
+    throw Error(what + named_sources(batch));
+  }
 }
 
 }  // namespace sonata

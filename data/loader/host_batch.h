@@ -6,6 +6,7 @@
 // ahead; the others stay on the host until the task moves them (lengths and targets that CTC
 // and the decoders read on the CPU anyway).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,9 @@ struct HostBatch {
   // computes (items x the longest), so the share of padding can be reported. Both 0 for
   // fixed-size items.
   int64_t frames = 0, padded_frames = 0;
+  // The items' files, when the dataset keeps them (speech): an error in the step, running out
+  // of memory above all, names them (with_batch_named).
+  std::vector<std::string> sources = {};  // (an initializer: aggregates may omit it)
 
   // Adds a field; a name already present is refused (a dataset bug, not bad input).
   void add(std::string name, Tensor tensor, bool staged = false);
@@ -36,5 +40,10 @@ struct HostBatch {
   const Tensor& operator[](std::string_view name) const;
   Tensor& operator[](std::string_view name);
 };
+
+// Runs `step` on `batch`; running out of memory in it (std::bad_alloc, the allocators' "out
+// of ... memory" errors) is rethrown naming the batch's files, since one overlong input is
+// the usual cause: "out of CPU memory allocating N bytes in a batch of 4 clips: a.wav, ...".
+void with_batch_named(const HostBatch& batch, const std::function<void()>& step);
 
 }  // namespace sonata

@@ -1,5 +1,6 @@
 #include "data/manifest/input_policy.h"
 
+#include <algorithm>
 #include <new>
 
 #include "base/error.h"
@@ -35,9 +36,18 @@ ManifestOptions manifest_options(const InputPolicy& policy) {
   return options;
 }
 
-void check_duration(const std::string& path, double seconds, const InputPolicy& policy) {
-  SONATA_CHECK(policy.max_duration <= 0 || seconds <= policy.max_duration, path, " lasts ", seconds,
-               " s, longer than --max-duration ", policy.max_duration);
+bool over_max_duration(double seconds, const InputPolicy& policy) {
+  return policy.max_duration > 0 && seconds > policy.max_duration;
+}
+
+std::string describe_too_long(const std::vector<TooLong>& clips, const InputPolicy& policy) {
+  if (clips.empty()) return {};
+  const TooLong& longest =
+      *std::max_element(clips.begin(), clips.end(),
+                        [](const TooLong& a, const TooLong& b) { return a.seconds < b.seconds; });
+  return str(clips.size(), clips.size() == 1 ? " clip" : " clips", " longer than --max-duration ",
+             policy.max_duration, " s skipped; the longest: ", longest.path, " (", longest.seconds,
+             " s)");
 }
 
 std::vector<size_t> good_inputs(const std::vector<std::string>& problems) {

@@ -12,7 +12,29 @@ constexpr size_t kNamedSkips = 5;
 }  // namespace
 
 InputPolicy input_policy(const TrainerOptions& options) {
-  return {options.bad_input == "skip", options.max_duration};
+  const double task_default = options.is_asr() ? kSpeechMaxDuration : 0;
+  return {options.bad_input == "skip",
+          options.max_duration == kTaskMaxDuration ? task_default : options.max_duration};
+}
+
+void report_too_long(DataReport& report, const std::string& split,
+                     const std::vector<TooLong>& inputs, const InputPolicy& policy) {
+  report.counts[split + "_too_long"] = int64_t(inputs.size());
+  if (!inputs.empty())
+    report.lines.push_back(str("warning: ", split, ": ", describe_too_long(inputs, policy),
+                               " (--max-duration 0: no limit)"));
+}
+
+std::string skipped_text(const std::vector<std::string>& reasons,
+                         const std::vector<TooLong>& too_long, const char* noun,
+                         const InputPolicy& policy) {
+  if (reasons.empty() && too_long.empty()) return {};
+  std::string text = str(" (", reasons.size() + too_long.size(), " bad ", noun, " skipped");
+  if (!reasons.empty()) text += str(", the first: ", reasons.front());
+  if (!too_long.empty())
+    text += str(reasons.empty() ? ": " : "; ", too_long.size(), " longer than --max-duration ",
+                policy.max_duration, " s");
+  return text + ")";
 }
 
 void report_skipped(DataReport& report, const std::string& split, const char* noun,

@@ -278,7 +278,7 @@ std::string ClassTask::describe() const {
     if (data->images.empty()) continue;
     text +=
         str("; ", data->name, " ", data->track_count, " tracks, ", data->images.size(), " slices");
-    if (!data->skipped.empty()) text += str(" (", data->skipped.size(), " bad tracks skipped)");
+    text += skipped_text(data->skipped, data->too_long, "tracks", policy_);
   }
   return text;
 }
@@ -286,7 +286,10 @@ std::string ClassTask::describe() const {
 DataReport ClassTask::data_report() const {
   DataReport report;
   for (const ImageSplit* data : {&train_, &val_, &test_})
-    if (!data->name.empty()) report_skipped(report, data->name, "tracks", data->skipped);
+    if (!data->name.empty()) {
+      report_skipped(report, data->name, "tracks", data->skipped);
+      report_too_long(report, data->name, data->too_long, policy_);
+    }
   return report;
 }
 

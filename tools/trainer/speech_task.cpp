@@ -92,6 +92,7 @@ DataReport SpeechTask::data_report() const {
   for (const SpeechSplit* data : {&train_, &val_, &test_}) {
     if (data->clips() == 0) continue;
     report_skipped(report, data->name, "clips", data->skipped);
+    report_too_long(report, data->name, data->too_long, input_policy(options_));
     // At the recorded speed (--speed-perturb's 1.1 may shorten a clip below it some epochs).
     std::vector<int64_t> output_frames;
     for (const int64_t frames : input_frames(*data, extractor_))
@@ -289,9 +290,7 @@ std::string SpeechTask::describe() const {
     text += str("; ", data->name, " ", data->clips(), " clips, ", hours);
     if (data->dropped_characters > 0)
       text += str(" (", data->dropped_characters, " characters outside the vocabulary dropped)");
-    if (!data->skipped.empty())
-      text += str(" (", data->skipped.size(),
-                  " bad clips skipped, the first: ", data->skipped.front(), ")");
+    text += skipped_text(data->skipped, data->too_long, "clips", input_policy(options_));
   }
   return text;
 }

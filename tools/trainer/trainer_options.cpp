@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/math_mode.h"
+#include "data/manifest/input_policy.h"
 #include "models/ds2.h"
 #include "models/vgg.h"
 #include "tools/trainer/config_file.h"
@@ -85,7 +86,9 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
       ->capture_default_str()
       ->group(data);
   app.add_option("--max-duration", o.max_duration,
-                 "seconds; a longer clip is bad input (0: no limit)")
+                 str("seconds; a longer clip is left out and counted, whatever --bad-input (0: "
+                     "no limit; default: ",
+                     kSpeechMaxDuration, " for ds2, none for vgg19_bn)"))
       ->group(data);
   app.add_option("--max-image-pixels", o.max_image_pixels,
                  "classification, image files: an image declaring more pixels (width x height) "
@@ -382,7 +385,8 @@ void TrainerOptions::check() const {
   SONATA_CHECK(workers >= 1, "--workers must be at least 1");
   SONATA_CHECK(one_of(bad_input, {"stop", "skip"}), "--bad-input must be stop or skip, got '",
                bad_input, "'");
-  SONATA_CHECK(max_duration >= 0, "--max-duration must not be negative (0: no limit)");
+  SONATA_CHECK(max_duration >= 0 || max_duration == kTaskMaxDuration,
+               "--max-duration must not be negative (0: no limit), got ", max_duration);
   SONATA_CHECK(max_image_pixels > 0, "--max-image-pixels must be positive, got ", max_image_pixels);
   parse_tf32_mode(tf32, "--tf32");  // throws naming a bad value
   SONATA_CHECK(device == "auto" || device == "cpu" || device.rfind("cuda", 0) == 0,

@@ -18,6 +18,9 @@ class App;
 
 namespace sonata {
 
+// --max-duration's value for "the task's default" (input_policy, tools/trainer/bad_input.h).
+constexpr double kTaskMaxDuration = -1;
+
 struct TrainerOptions {
   // What to train.
   std::string model = "ds2";                        // ds2 | vgg19_bn
@@ -28,14 +31,15 @@ struct TrainerOptions {
   // Features (torchaudio's names; see data/features/feature_config.h). Classification
   // takes its sample rate and STFT from here and draws dB images of image_height bands.
   FeatureFlags features;
-  std::string feature_cache;
+  std::string feature_cache;  // ASR: features precomputed by `featurize` with the same flags
   // ASR: load (training features computed at start, SpecAugment on the workers) | step (the
   // training audio kept, featurised and masked on the device in each step). Classification:
   // step moves the image jitter to the device.
   std::string features_on = "load";
   std::string bad_input = "stop";  // stop | skip (and count) on an unusable clip
-  double max_duration = 0;  // seconds; longer clips are bad input (0: no limit)  // ASR: features
-                            // precomputed by `featurize` with the same flags
+  // Seconds; longer clips are left out and counted (0: no limit; kTaskMaxDuration: the task's
+  // default, tools/trainer/bad_input.h).
+  double max_duration = kTaskMaxDuration;
   // Image files: a header declaring more pixels is refused before decoding (bad input), as
   // PIL's MAX_IMAGE_PIXELS (data/image/pixels.h).
   int64_t max_image_pixels = kMaxImagePixels;

@@ -7,11 +7,14 @@ namespace sonata {
 
 int64_t micro_batch_backward(Task& task, Device device, const LossHooks& hooks,
                              const HostBatch& batch, size_t micro) {
-  const Tensor loss = task.loss(batch, device);
-  {
+  Tensor loss;
+  // Out of memory in the forward or backward pass names the batch's clips (one overlong clip
+  // is the usual cause).
+  with_batch_named(batch, [&] {
+    loss = task.loss(batch, device);
     SONATA_NVTX_RANGE("sonata::step::backward");
     hooks.scale(loss * (1.0 / double(micro))).backward();
-  }
+  });
   hooks.track(loss.detach());
   return batch.items;
 }
