@@ -7,7 +7,8 @@ torch.nn.functional.ctc_loss forward + backward on log_softmax output, the same 
   peer_ctc.py --device cpu --frames 400 --batch 32 --classes 29 --target-length 40
   peer_ctc.py --device cuda --cudnn      # PyTorch's cuDNN CTC path (L <= 256, int32 CPU targets)
 
-Run with Debian's python3 (/usr/bin/python3) on the CPU machines.
+bench/peers_env.py picks the interpreter: .venv-peers/ (bench/setup_peers.sh: PyTorch 2.x from
+PyPI), else Debian's /usr/bin/python3 (PyTorch 1.13) with a line that says so.
 """
 import argparse, json, time
 
@@ -70,4 +71,7 @@ def main():
 
 
 if __name__ == "__main__":
+    from peers_env import use_peer_python  # the venv's PyTorch 2.x unless told otherwise
+
+    use_peer_python()
     main()
