@@ -24,7 +24,12 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--cudnn", action="store_true", help="use cuDNN's CTC (GPU only)")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile (inductor) log_softmax + ctc_loss; the first warmup "
+                    "step, which compiles, is reported apart as compile_s")
     a = ap.parse_args()
+    if a.compile:
+        a.warmup = max(a.warmup, 1)
 
     import os, torch
     torch.set_num_threads(a.threads or os.cpu_count())
@@ -49,25 +54,35 @@ def main():
         if cuda:
             torch.cuda.synchronize()
 
+    def loss_of(x):
+        return torch.nn.functional.ctc_loss(x.log_softmax(2), targets, input_lengths,
+                                            target_lengths, zero_infinity=True)
+
+    if a.compile:
+        loss_of = torch.compile(loss_of)
+
     def step():
         logits.grad = None
-        log_probs = logits.log_softmax(2)
-        loss = torch.nn.functional.ctc_loss(log_probs, targets, input_lengths, target_lengths,
-                                            zero_infinity=True)
-        loss.backward()
+        loss_of(logits).backward()
 
-    for _ in range(a.warmup):
+    compile_s = None
+    for i in range(a.warmup):
+        t = time.perf_counter()
         step()
-    sync()
+        sync()
+        if i == 0 and a.compile:
+            compile_s = time.perf_counter() - t
     t = time.perf_counter()
     for _ in range(a.steps):
         step()
     sync()
     dt = (time.perf_counter() - t) / a.steps
-    print(json.dumps({"work": "ctc", "device": a.device, "precision": "fp32", "batch": N,
-                      "frames": T, "classes": C, "target_length": L, "step_ms": dt * 1e3,
-                      "samples_per_s": N / dt,
-                      "peer": "torch " + torch.__version__ + (" cudnn" if a.cudnn else "")}))
+    out = {"work": "ctc", "device": a.device, "precision": "fp32", "batch": N, "frames": T,
+           "classes": C, "target_length": L, "step_ms": dt * 1e3, "samples_per_s": N / dt,
+           "peer": "torch " + torch.__version__ + (" cudnn" if a.cudnn else "")}
+    if a.compile:
+        out.update(compile_s=compile_s, peer=out["peer"] + " inductor")
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
