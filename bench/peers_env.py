@@ -7,6 +7,8 @@ stderr that says so. SONATA_PEERS_PYTHON names another interpreter outright.
 
 A peer script calls use_peer_python() before it imports torch: when it runs under another
 interpreter it replaces itself (os.execv) with the same command under the chosen one, once.
+Without the venv, an interpreter that imports torch already (a GPU machine's PyTorch, which
+tools/gpu_check.sh names) keeps the script: only one without torch falls back to Debian's.
 """
 import os
 import sys
@@ -36,6 +38,13 @@ def use_peer_python():
     """Re-executes this script under peer_python() unless it already runs there."""
     if os.environ.get(_REEXEC):
         return
+    if not os.environ.get("SONATA_PEERS_PYTHON") and not os.path.exists(VENV_PYTHON):
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is not None:
+            print("peers: no %s: PyTorch under %s" % (os.path.relpath(VENV, os.getcwd()),
+                                                      sys.executable), file=sys.stderr, flush=True)
+            return
     target = peer_python()
     if target == VENV_PYTHON and os.path.abspath(sys.prefix) == VENV:
         return  # already inside the venv, started as bin/python3 or the like
