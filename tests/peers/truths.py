@@ -19,7 +19,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-CHECKS = ["cqt", "mel", "vgg", "safetensors", "error_rate", "beam"]
+CHECKS = ["cqt", "mel", "vgg", "safetensors", "error_rate", "beam", "fixtures"]
 SKIP = 77
 
 
