@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-# The pins, in one place; check() below verifies them.
+# The pins, in one place (the torch family first); check() below verifies them.
 pins=(torch==2.15.0 torchaudio==2.11.1 torchvision==0.29.2 librosa==0.11.0 safetensors==0.8.0
       jiwer==4.0.0 pyctcdecode==0.5.0)
 vpy="$venv/bin/python"
@@ -87,7 +87,10 @@ elif ! supported "$python"; then
   exit 2
 fi
 
-
+if [ -e "$venv" ] && [ ! -f "$venv/pyvenv.cfg" ]; then
+  echo "setup_peers: $venv exists and is not a virtual environment: not replacing it" >&2
+  exit 2
+fi
 echo "setup_peers: creating $venv with $("$python" -c 'import sys; print(sys.executable, sys.version.split()[0])')" >&2
 rm -rf "$venv"
 started=$(date +%s)  # after the removal: the figure is the install alone
@@ -97,7 +100,7 @@ pip=("$vpy" -m pip install --disable-pip-version-check --no-input --progress-bar
 if [ "$full" = 1 ]; then
   "${pip[@]}" "${pins[@]}"
 else
-  "${pip[@]}" --no-deps torch==2.15.0 torchaudio==2.11.1 torchvision==0.29.2
+  "${pip[@]}" --no-deps "${pins[@]:0:3}"
   # torch's own Requires-Dist, less what is only loaded for CUDA work or GPU compilation.
   mapfile -t torch_deps < <("$vpy" - <<'EOF'
 import importlib.metadata as md, re
@@ -117,8 +120,8 @@ for req in md.requires("torch") or []:
     print(spec)
 EOF
   )
-  "${pip[@]}" "${torch_deps[@]}" numpy "pillow!=8.3.*,>=5.3.0" librosa==0.11.0 safetensors==0.8.0 \
-    jiwer==4.0.0 pyctcdecode==0.5.0
+  # torchvision's own dependencies (numpy, pillow) beside the rest of the pins.
+  "${pip[@]}" "${torch_deps[@]}" numpy "pillow!=8.3.*,>=5.3.0" "${pins[@]:3}"
 fi
 
 if ! check; then
