@@ -7,7 +7,8 @@ torch.nn.functional.ctc_loss forward + backward on log_softmax output, the same 
   peer_ctc.py --device cpu --frames 400 --batch 32 --classes 29 --target-length 40
   peer_ctc.py --device cuda --cudnn      # PyTorch's cuDNN CTC path (L <= 256, int32 CPU targets)
 
-Run with Debian's python3 (/usr/bin/python3) on the CPU machines.
+bench/peers_env.py picks the interpreter: .venv-peers/ (bench/setup_peers.sh: PyTorch 2.x from
+PyPI), else Debian's /usr/bin/python3 (PyTorch 1.13) with a line that says so.
 """
 import argparse, json, time
 
@@ -23,7 +24,12 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--cudnn", action="store_true", help="use cuDNN's CTC (GPU only)")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile (inductor) log_softmax + ctc_loss; the first warmup "
+                    "step, which compiles, is reported apart as compile_s")
     a = ap.parse_args()
+    if a.compile:
+        a.warmup = max(a.warmup, 1)
 
     import os, torch
     torch.set_num_threads(a.threads or os.cpu_count())
@@ -48,26 +54,41 @@ def main():
         if cuda:
             torch.cuda.synchronize()
 
+    def loss_of(x):
+        return torch.nn.functional.ctc_loss(x.log_softmax(2), targets, input_lengths,
+                                            target_lengths, zero_infinity=True)
+
+    if a.compile:
+        # A cold compile every run: compile_s is not a hit in inductor's on-disk cache.
+        torch.compiler.config.force_disable_caches = True
+        loss_of = torch.compile(loss_of)
+
     def step():
         logits.grad = None
-        log_probs = logits.log_softmax(2)
-        loss = torch.nn.functional.ctc_loss(log_probs, targets, input_lengths, target_lengths,
-                                            zero_infinity=True)
-        loss.backward()
+        loss_of(logits).backward()
 
-    for _ in range(a.warmup):
+    compile_s = None
+    for i in range(a.warmup):
+        t = time.perf_counter()
         step()
-    sync()
+        sync()
+        if i == 0 and a.compile:
+            compile_s = time.perf_counter() - t
     t = time.perf_counter()
     for _ in range(a.steps):
         step()
     sync()
     dt = (time.perf_counter() - t) / a.steps
-    print(json.dumps({"work": "ctc", "device": a.device, "precision": "fp32", "batch": N,
-                      "frames": T, "classes": C, "target_length": L, "step_ms": dt * 1e3,
-                      "samples_per_s": N / dt,
-                      "peer": "torch " + torch.__version__ + (" cudnn" if a.cudnn else "")}))
+    out = {"work": "ctc", "device": a.device, "precision": "fp32", "batch": N, "frames": T,
+           "classes": C, "target_length": L, "step_ms": dt * 1e3, "samples_per_s": N / dt,
+           "peer": "torch " + torch.__version__ + (" cudnn" if a.cudnn else "")}
+    if a.compile:
+        out.update(compile_s=compile_s, peer=out["peer"] + " inductor")
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
+    from peers_env import use_peer_python  # the venv's PyTorch 2.x unless told otherwise
+
+    use_peer_python()
     main()

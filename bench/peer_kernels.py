@@ -14,8 +14,9 @@ Kernels as PyTorch users call them: matmul; conv2d without bias; relu(batch_norm
 cross_entropy; torch.lstm_cell (nn.LSTMCell's step); ctc_loss on f32 log-probabilities
 (zero_infinity, mean); torch.optim.AdamW (lr 1e-3, weight decay 1e-2) on f32 parameters.
 fp32 runs without TF32, as sonata's cuBLAS and cuDNN calls do. The bytes and flops restate
-bench/kernel_cost.cpp; keep the two in step. Stdlib and torch only; run it with
-/usr/bin/python3 on the CPU machines (Debian's PyTorch).
+bench/kernel_cost.cpp; keep the two in step. Stdlib and torch only;
+bench/peers_env.py picks the interpreter: .venv-peers/ (bench/setup_peers.sh: PyTorch 2.x from
+PyPI), else Debian's /usr/bin/python3 (PyTorch 1.13) with a line that says so.
 """
 import argparse
 import json
@@ -370,4 +371,7 @@ def main():
 
 
 if __name__ == "__main__":
+    from peers_env import use_peer_python  # the venv's PyTorch 2.x unless told otherwise
+
+    use_peer_python()
     sys.exit(main())

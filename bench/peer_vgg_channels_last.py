@@ -78,4 +78,7 @@ def main():
 
 
 if __name__ == "__main__":
+    from peers_env import use_peer_python  # the venv's PyTorch 2.x unless told otherwise
+
+    use_peer_python()
     sys.exit(main())
