@@ -53,10 +53,10 @@ std::vector<double> logged_lrs(const std::string& metrics, int64_t after) {
   return lrs;
 }
 
-// Options of a run of 3 epochs of 4 steps with a constant lr, and its first 6 steps trained
-// and checkpointed in `folder`/`name`.
+// Options of a run of 3 epochs of 4 steps with a constant lr, and its first `stop_after`
+// steps trained and checkpointed in `folder`/`name`.
 TrainerOptions stopped_run(const TemporaryFolder& folder, const std::string& name,
-                           const std::string& train_manifest) {
+                           const std::string& train_manifest, int64_t stop_after = 6) {
   TrainerOptions options = tiny_ds2_options(train_manifest);
   options.batch_size = 4;  // 14 clips: 4 batches an epoch
   options.epochs = 3;
@@ -64,7 +64,7 @@ TrainerOptions stopped_run(const TemporaryFolder& folder, const std::string& nam
   options.lr = 1e-2;
   options.log_every = 1;
   options.checkpoint_dir = folder.file(name);
-  options.stop_after = 6;
+  options.stop_after = stop_after;
   train(options);
   options.stop_after = 0;
   options.resume = "auto";
@@ -122,5 +122,38 @@ TEST_CASE("resume: what the checkpoint fixes is refused in one sentence", "[trai
   seed.seed = 7;
   CHECK_THAT(refusal(seed), Contains("--seed cannot change in the middle of an epoch") &&
                                 Contains("batch 2 of epoch 2"));
+}
+
+TEST_CASE("resume: another --batch-size or --accum-steps is refused, saying why and what to do",
+          "[trainer][resume]") {
+  TemporaryFolder folder("resume_changes_batch");
+  const std::string manifest = write_letters_corpus(folder.path().string(), "train", 14, 5);
+  const TrainerOptions resume = stopped_run(folder, "run", manifest);
+
+  // Batches of 2 would make 7 steps an epoch: step 6 of batches of 4 is no place in them.
+  TrainerOptions batch = resume;
+  batch.batch_size = 2;
+  CHECK_THAT(refusal(batch),
+             Contains("--batch-size cannot change on resume (4 in the checkpoint, 2 here): the "
+                      "checkpoint's step count, epoch length and schedule position count "
+                      "batches of that size; resume with --batch-size 4, or start a new run "
+                      "from its weights with --init-from"));
+  TrainerOptions accum = resume;
+  accum.accum_steps = 2;
+  CHECK_THAT(refusal(accum), Contains("--accum-steps cannot change on resume (1 in the "
+                                      "checkpoint, 2 here)"));
+  // At an epoch's end another training set may come in, but not one of another epoch length:
+  // 20 clips make 5 steps an epoch where the checkpoint's run had 4.
+  TrainerOptions at_epoch_end = stopped_run(folder, "epoch_end", manifest, 4);
+  at_epoch_end.train_manifest = write_letters_corpus(folder.path().string(), "more", 20, 6);
+  CHECK_THAT(refusal(at_epoch_end),
+             Contains("this run's epochs have 5 steps, the checkpoint's run's had 4 (its "
+                      "training items, --batch-size, --accum-steps or number of processes "
+                      "differ): its step 4 would fall elsewhere in an epoch and in the schedule"));
+  at_epoch_end.train_manifest = write_letters_corpus(folder.path().string(), "other", 14, 7);
+  CHECK(refusal(at_epoch_end) == "(no error)");  // 14 other clips: 4 steps an epoch again
+  // The refused resumes left the run as it was: the same batch size resumes to step 12.
+  train(resume);
+  CHECK(logged_lrs(resume.checkpoint_dir + "/metrics.jsonl", 6).size() == 6);
 }
 #endif

@@ -13,23 +13,29 @@ bool is_run_only_option(const std::string& key) {
 }
 
 // What the checkpoint itself fixes: its optimizer state's kind and parameter groups, its
-// weights' dtypes. Changing one would silently train something else; a new run from the
-// weights (--init-from) is the way.
+// weights' dtypes, and its step count, which counts batches of its size. Changing one would
+// silently train something else; a new run from the weights (--init-from) is the way.
 const std::set<std::string>& fixed_by_checkpoint() {
-  static const std::set<std::string> keys{"optimizer", "decay-norm-and-bias", "precision"};
+  static const std::set<std::string> keys{"optimizer", "decay-norm-and-bias", "precision",
+                                          "batch-size", "accum-steps"};
   return keys;
 }
 
 std::string why_fixed(const std::string& key) {
   if (key == "optimizer") return "the checkpoint holds that optimizer's state";
   if (key == "decay-norm-and-bias") return "the checkpoint's optimizer state has its groups";
-  return "the checkpoint's weights are stored in that precision";
+  if (key == "precision") return "the checkpoint's weights are stored in that precision";
+  // batch-size, accum-steps: the step count, epoch length and schedule are in its batches.
+  return "the checkpoint's step count, epoch length and schedule position count batches of "
+         "that size";
 }
 
 // Options that decide the order of an epoch's batches: a change applies at an epoch's start,
-// since the rest of a started epoch was drawn in the old order.
+// since the rest of a started epoch was drawn in the old order. (Not --train: a manifest at
+// another path may hold the same data, as each rank's copy does; a training set of another
+// size is refused by the trainer's epoch length check.)
 const std::set<std::string>& epoch_order_options() {
-  static const std::set<std::string> keys{"seed", "sortagrad", "class-balanced", "train"};
+  static const std::set<std::string> keys{"seed", "sortagrad", "class-balanced"};
   return keys;
 }
 

@@ -32,6 +32,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The checkpoint scalar of the run's steps per epoch (check_epoch_length).
+constexpr const char* kStepsPerEpoch = "steps_per_epoch";
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -89,6 +92,10 @@ class Run {
 
  private:
   double schedule_position(int64_t step) const;
+  // A checkpoint's step count counts its run's batches: a resume whose epochs have another
+  // number of steps (other training items, batch size, accumulation or process count) would
+  // put that step elsewhere in its epoch and schedule, and is refused.
+  void check_epoch_length(const TrainingState& checkpoint, int64_t step) const;
   void train_epoch(int64_t epoch, int64_t first_batch);
   // The batch `index` of `count` in this epoch, from the stager or the loader (timed as the
   // data wait); on a GPU the next batch's copy starts behind it.
@@ -258,6 +265,7 @@ TrainResult Run::train() {
       loaded.state.optimizer = strategy_->local_optimizer_state(std::move(loaded.state.optimizer));
       start = restore_training_state(loaded.state, o_, task_, *optimizer_, *scaler_, &notes,
                                      selection ? &loaded.model_in_file : nullptr);
+      check_epoch_length(loaded.state, start.step);
       progress_.print(str("resumed from ", source.folder, " at step ", start.step, " (epoch ",
                           start.epoch + 1, ", batch ", start.batch, ")"));
       for (const std::string& skipped : source.skipped)
@@ -316,6 +324,20 @@ void Run::write_range_report() {
   const std::string path = world_ > 1 ? str(o_.range_times, ".rank", rank_) : o_.range_times;
   write_range_times(path, seconds_since(run_start_));
   progress_.print(str("host time per range in ", path));
+}
+
+void Run::check_epoch_length(const TrainingState& checkpoint, int64_t step) const {
+  const auto saved = checkpoint.scalars.find(kStepsPerEpoch);
+  if (saved == checkpoint.scalars.end()) return;  // written before the count was kept
+  const int64_t theirs = int64_t(saved->second);
+  if (theirs == steps_per_epoch_) return;
+  throw Error(str("this run's epochs have ", steps_per_epoch_,
+                  " steps, the checkpoint's run's had ", theirs,
+                  " (its training items, --batch-size, --accum-steps or number of ",
+                  "processes differ): its step ", step,
+                  " would fall elsewhere in an epoch and in the schedule; resume with the same "
+                  "data and batch layout, or start a new run from its weights with --init-from "
+                  "<checkpoint folder>/model.safetensors"));
 }
 
 double Run::schedule_position(int64_t step) const {
@@ -525,7 +547,8 @@ void Run::save_checkpoint(const TrainPosition& position, std::optional<double> m
   if (strategy_->bad_anywhere(bad_here)) return;
   if (!strategy_->saves_on_every_rank() && !checkpoints_) return;
   last_saved_step_ = position.step;
-  const TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
+  TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
+  state.scalars[kStepsPerEpoch] = double(steps_per_epoch_);
   const std::string path =
       strategy_->save_checkpoint(checkpoints_.get(), state, position.step, metric);
   if (!checkpoints_) return;
