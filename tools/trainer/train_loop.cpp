@@ -18,6 +18,7 @@
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/param_groups.h"
 #include "engine/optim/sgd.h"
+#include "tools/trainer/checkpoint_dir_lock.h"
 #include "tools/trainer/init_from.h"
 #include "tools/trainer/metrics_log.h"
 #include "tools/trainer/precision.h"
@@ -121,6 +122,9 @@ class Run {
   Device device_;
   std::shared_ptr<ProcessGroup> group_;  // null in one process
   int64_t rank_ = 0, world_ = 1;
+  // One run per --checkpoint-dir, held by the rank that writes there; taken before the
+  // metrics log below opens (and, on a fresh run, empties) the folder's metrics.jsonl.
+  std::unique_ptr<CheckpointDirLock> checkpoint_dir_lock_;
   // How a step spreads over the processes (make_training_strategy); under --eval-only, ranks
   // that evaluate their shards alone.
   std::unique_ptr<TrainingStrategy> strategy_;
@@ -164,6 +168,9 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
       group_(group && group->world_size() > 1 ? std::move(group) : nullptr),
       rank_(group_ ? group_->rank() : 0),
       world_(group_ ? group_->world_size() : 1),
+      checkpoint_dir_lock_(rank_ == 0 && !o.eval_only && !o.checkpoint_dir.empty()
+                               ? std::make_unique<CheckpointDirLock>(o.checkpoint_dir)
+                               : nullptr),
       model_(task.model()),
       metrics_path_(!o.metrics.empty()          ? o.metrics
                     : !o.checkpoint_dir.empty() ? o.checkpoint_dir + "/metrics.jsonl"
