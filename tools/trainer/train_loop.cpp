@@ -146,6 +146,9 @@ class Run {
   std::vector<Tensor> parameters_;
 
   int64_t step_ = 0, first_step_ = 0;  // first_step_: where this run started (resumes)
+  // Where the next batch is: after the last step taken (an epoch cut short by --max-steps
+  // ends mid-epoch, and its checkpoint must say so for a longer run to continue there).
+  TrainPosition position_;
   int64_t last_saved_step_ = -1;
   bool stop_requested_ = false;
   int64_t profile_first_ = 0, profile_last_ = 0;
@@ -290,6 +293,7 @@ TrainResult Run::train() {
                       {"skipped", source.skipped}});
   }
   step_ = first_step_ = start.step;
+  position_ = start;
   // After the weights are final (moved, cast, resumed): every rank starts from rank 0's.
   strategy_->start();
   if (const std::string line = strategy_->describe(batch_size); !line.empty())
@@ -302,6 +306,13 @@ TrainResult Run::train() {
                       "), batch ", batch_size, " x ", o_.accum_steps, " accumulated x ", replicas,
                       " ", strategy_->shard_name(), ", peak lr ", peak_lr, ", metrics in ",
                       metrics_path_));
+  if (!o_.resume.empty() && step_ >= total_steps_)
+    progress_.print(
+        str("the run is already complete: its checkpoint is at step ", step_,
+            " and this run ends at ", "step ", total_steps_,
+            o_.max_steps > 0 ? str(" (--max-steps ", o_.max_steps, ")")
+                             : str(" (--epochs ", o_.epochs, ")"),
+            "; nothing to train. To train further, resume with a larger --epochs or --max-steps"));
   for (int64_t epoch = start.epoch; epoch < epochs_ && !finished() && !result_.stopped_bad;
        ++epoch) {
     train_epoch(epoch, epoch == start.epoch ? start.batch : 0);
@@ -312,7 +323,7 @@ TrainResult Run::train() {
       result_.last_val = evaluate("val", epoch);
       metric = result_.last_val.metrics.at(task_.best_metric());
     }
-    save_checkpoint({step_, epoch + 1, 0}, metric);
+    save_checkpoint(position_, metric);
   }
   strategy_->after_training();
   progress_.finish();
@@ -437,6 +448,7 @@ void Run::optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches)
   if (result_.stopped_bad) return;
   const TrainPosition position = epoch_end ? TrainPosition{step_, epoch + 1, 0}
                                            : TrainPosition{step_, epoch, int64_t(next_batch)};
+  position_ = position;
   if (o_.stop_after > 0 && step_ >= o_.stop_after && step_ < total_steps_) {
     save_checkpoint(position, std::nullopt);
     progress_.print(str("stopped after step ", step_, " (--stop-after); continue with --resume"));
