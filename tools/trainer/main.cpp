@@ -14,6 +14,7 @@
 #include "engine/device.h"
 #include "engine/random.h"
 #include "tools/trainer/class_task.h"
+#include "tools/trainer/metric_text.h"
 #include "tools/trainer/speech_task.h"
 #include "tools/trainer/train_loop.h"
 
@@ -29,9 +30,7 @@ sonata::Device pick_device(const std::string& name) {
 }
 
 void print_eval(const char* what, const sonata::EvalResult& result) {
-  std::printf("%s:", what);
-  for (const auto& [name, value] : result.metrics) std::printf("  %s %.4f", name.c_str(), value);
-  std::printf("\n");
+  std::printf("%s:  %s\n", what, sonata::metrics_text(result.metrics).c_str());
   for (const std::string& line : result.report) std::printf("%s\n", line.c_str());
 }
 

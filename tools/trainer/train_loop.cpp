@@ -20,6 +20,7 @@
 #include "engine/optim/sgd.h"
 #include "tools/trainer/checkpoint_dir_lock.h"
 #include "tools/trainer/init_from.h"
+#include "tools/trainer/metric_text.h"
 #include "tools/trainer/metrics_log.h"
 #include "tools/trainer/precision.h"
 #include "tools/trainer/progress.h"
@@ -71,16 +72,6 @@ LrSchedule make_schedule(const TrainerOptions& o, double peak_lr, double length)
   if (o.schedule == "constant") schedule.constant(main);
   if (o.flat_tail > 0) schedule.constant(o.flat_tail);
   return schedule;
-}
-
-std::string format_metrics(const std::map<std::string, double>& metrics) {
-  std::string text;
-  for (const auto& [name, value] : metrics) {
-    char figure[64];
-    std::snprintf(figure, sizeof figure, "%s %.4f", name.c_str(), value);
-    text += (text.empty() ? "" : "  ") + std::string(figure);
-  }
-  return text;
 }
 
 // One run: the state the step loop carries, and its phases as methods.
@@ -551,7 +542,7 @@ EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
   record["elapsed_s"] = seconds_since(run_start_);
   metrics_.write(record);
   if (epoch >= 0)
-    progress_.print(str("epoch ", epoch + 1, " ", split, ": ", format_metrics(eval.metrics), "  (",
+    progress_.print(str("epoch ", epoch + 1, " ", split, ": ", metrics_text(eval.metrics), "  (",
                         format_duration(seconds_since(run_start_)), " elapsed)"));
   return eval;
 }
