@@ -81,6 +81,8 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
   test_ = load("test", options.test_manifest);
   DeferredInitScope deferred(builds_model_deferred(options));
   model_ = make_speech_model(options, vocabulary_.size());
+  // Counted now: a pipeline stage later releases the other stages' tensors.
+  parameter_count_ = model_->parameter_count();
 }
 
 std::vector<int64_t> SpeechTask::train_lengths() const {
@@ -280,7 +282,7 @@ std::map<std::string, std::string> SpeechTask::checkpoint_texts() const {
 }
 
 std::string SpeechTask::describe() const {
-  std::string text = str("ds2 (", model_->parameter_count(), " parameters), vocabulary of ",
+  std::string text = str("ds2 (", parameter_count_, " parameters), vocabulary of ",
                          vocabulary_.size(), " symbols");
   for (const SpeechSplit* data : {&train_, &val_, &test_}) {
     if (data->clips() == 0) continue;
