@@ -122,6 +122,16 @@ TEST_CASE("trainer errors: one line without a source location, the location with
   CHECK(count(unknown.output, "\n") == 1);
 }
 
+TEST_CASE("trainer errors: an option given twice is named", "[comm][trainer][errors]") {
+  if (comm_group().world_size() > 1) return;  // the processes are started here
+  const Run run = run_command(trainer({"--train", kMissing, "--lr", "0.1", "--lr", "0.2"}), 60);
+  INFO(run.output);
+  CHECK(run.exit_code != 0);
+  CHECK(run.output ==
+        "trainer: --lr is given 2 times; give it once (trainer --help lists the "
+        "options)\n");
+}
+
 TEST_CASE("trainer errors under mpiexec: the cause once, before and after MPI starts",
           "[comm][trainer][errors]") {
   if (comm_group().world_size() > 1) return;  // mpiexec inside mpiexec is not supported

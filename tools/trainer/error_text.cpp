@@ -20,4 +20,12 @@ std::string error_text(const std::string& what, bool with_location) {
   return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
 }
 
+std::string parse_error_text(const std::string& what) {
+  static const std::regex repeated(R"(^(\S+): At Most 1 required but received ([0-9]+)$)");
+  std::smatch match;
+  if (std::regex_match(what, match, repeated))
+    return match[1].str() + " is given " + match[2].str() + " times; give it once";
+  return what;
+}
+
 }  // namespace sonata

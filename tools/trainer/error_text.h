@@ -10,4 +10,8 @@ namespace sonata {
 // `with_location`.
 std::string error_text(const std::string& what, bool with_location);
 
+// CLI11's parse errors in the trainer's words: "--lr: At Most 1 required but received 2"
+// becomes "--lr is given 2 times; give it once"; others are kept.
+std::string parse_error_text(const std::string& what);
+
 }  // namespace sonata

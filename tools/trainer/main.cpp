@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     if (launch_rank > 0) return error.get_exit_code();
     if (error.get_exit_code() == 0) return app.exit(error);  // --help
     std::fprintf(stderr, "trainer: %s (trainer --help lists the options)\n",
-                 sonata::error_text(error.what(), with_location).c_str());
+                 sonata::error_text(sonata::parse_error_text(error.what()), with_location).c_str());
     return error.get_exit_code();
   }
   int rank = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <optional>
 #include <tuple>
@@ -65,7 +66,9 @@ LrSchedule make_schedule(const TrainerOptions& o, double peak_lr, double length)
   if (o.warmup > 0) schedule.warmup(o.warmup, o.warmup_start_lr);
   const double main = length - o.warmup - o.flat_tail;
   SONATA_CHECK(main > 0, "--warmup ", o.warmup, " and --flat-tail ", o.flat_tail,
-               " leave nothing of the ", length, " ", o.schedule_unit, " of training");
+               " leave nothing of the ", length, " ", o.schedule_unit,
+               " of training: shorten them to fit (e.g. --warmup ", length / 10,
+               " --flat-tail 0, a tenth of the run warming up) or train longer");
   if (o.schedule == "cosine") schedule.cosine(main, o.min_lr);
   if (o.schedule == "linear") schedule.linear(main, o.min_lr);
   if (o.schedule == "step") schedule.step_decay(main, o.step_every, o.step_gamma);
@@ -101,6 +104,8 @@ class Run {
   void report_data();
   EvalResult evaluate(const std::string& split, int64_t epoch);
   void write_range_report();  // --range-times
+  // Without --checkpoint-dir or --metrics the log lands in the current folder: said, once.
+  void say_where_metrics_go();
   void save_checkpoint(const TrainPosition& position, std::optional<double> metric);
   bool finished() const { return step_ >= total_steps_ || stop_requested_; }
   // --profile-steps: the CUDA profiler's capture around steps [profile_first_, profile_last_].
@@ -193,6 +198,7 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
 TrainResult Run::evaluate_only() {
   strategy_ = std::make_unique<SingleProcessStrategy>(task_, device_, loss_hooks(), group_);
   progress_.print(str("evaluating on ", device_.str(), ": ", task_.describe()));
+  say_where_metrics_go();
   report_data();
   if (!o_.resume.empty()) {
     const std::string path = resume_path(o_);
@@ -297,6 +303,7 @@ TrainResult Run::train() {
                       "), batch ", batch_size, " x ", o_.accum_steps, " accumulated x ", replicas,
                       " ", strategy_->shard_name(), ", peak lr ", peak_lr, ", metrics in ",
                       metrics_path_));
+  say_where_metrics_go();
   if (!o_.resume.empty() && step_ >= total_steps_)
     progress_.print(
         str("the run is already complete: its checkpoint is at step ", step_,
@@ -325,6 +332,14 @@ TrainResult Run::train() {
     result_.test = evaluate("test", epochs_ - 1);
   write_range_report();
   return result_;
+}
+
+void Run::say_where_metrics_go() {
+  if (!o_.checkpoint_dir.empty() || !o_.metrics.empty()) return;
+  std::error_code error;
+  const std::filesystem::path path = std::filesystem::absolute(metrics_path_, error);
+  progress_.print(str("no --checkpoint-dir: no checkpoints are written, and the metrics go to ",
+                      error ? metrics_path_ : path.string(), " (--metrics FILE to choose)"));
 }
 
 void Run::write_range_report() {
