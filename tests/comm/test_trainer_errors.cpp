@@ -83,14 +83,16 @@ size_t count(const std::string& text, const std::string& part) {
 
 const std::string kMissing = "/nonexistent/sonata_trainer_errors/train.tsv";
 
-std::vector<std::string> trainer(std::vector<std::string> arguments) {
-  arguments.insert(arguments.begin(), SONATA_TRAINER);
-  return arguments;
+std::vector<std::string> trainer(const std::vector<std::string>& arguments) {
+  std::vector<std::string> command{std::string(SONATA_TRAINER)};
+  command.insert(command.end(), arguments.begin(), arguments.end());
+  return command;
 }
 
-std::vector<std::string> under_mpiexec(std::vector<std::string> arguments) {
-  arguments.insert(arguments.begin(), {SONATA_MPIEXEC, "-np", "2"});
-  return arguments;
+std::vector<std::string> under_mpiexec(const std::vector<std::string>& arguments) {
+  std::vector<std::string> command{std::string(SONATA_MPIEXEC), "-np", "2"};
+  command.insert(command.end(), arguments.begin(), arguments.end());
+  return command;
 }
 
 }  // namespace
