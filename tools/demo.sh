@@ -18,11 +18,12 @@ caller_dir=$PWD
 cd "$(dirname "$0")/.."
 demo=${1:-speech}
 [ $# -gt 0 ] && shift
+# python3-matplotlib: tools/plot_metrics.py draws the run's curves afterwards.
 case "$demo" in
-  speech) extra="espeak-ng sox python3" ;;
-  genre) extra="python3" ;;
+  speech) extra="espeak-ng sox python3 python3-matplotlib" ;;
+  genre) extra="python3 python3-matplotlib" ;;
   fsdd)
-    extra="python3"
+    extra="python3 python3-matplotlib"
     fsdd_dir=../shared/data/fsdd
     # An optional dataset folder (relative to where the command was run) before the
     # trainer's options.
@@ -48,20 +49,27 @@ runs=runs/$demo
 rm -rf "$runs"
 
 # The recipes live in tools/recipes/ (the benchmarks train the same); options given here win
-# over the recipe's (`tools/demo.sh speech --epochs 3`).
+# over the recipe's (`tools/demo.sh speech --epochs 3`). A shorter run than the recipe's
+# keeps its share of warmup (tools/demo/short_run.py), unless --warmup is given too.
+case "$demo" in
+  speech) recipe=tools/recipes/speech_demo.yaml ;;
+  fsdd) recipe=tools/recipes/fsdd.yaml ;;
+  *) recipe=tools/recipes/genre_demo.yaml ;;
+esac
+read -r -a short_run <<<"$(python3 tools/demo/short_run.py "$recipe" "$@")"
 if [ "$demo" = speech ]; then
   python3 tools/demo/make_speech_demo.py --out "$data/speech"
-  exec "$build_dir/trainer" --config tools/recipes/speech_demo.yaml \
+  exec "$build_dir/trainer" --config "$recipe" \
     --train "$data/speech/train.tsv" --val "$data/speech/dev.tsv" --test "$data/speech/test.tsv" \
-    --checkpoint-dir "$runs" "$@"
+    --checkpoint-dir "$runs" "${short_run[@]}" "$@"
 elif [ "$demo" = fsdd ]; then
   python3 tools/prepare/fsdd.py "$fsdd_dir" --out "$data/fsdd"
-  exec "$build_dir/trainer" --config tools/recipes/fsdd.yaml \
+  exec "$build_dir/trainer" --config "$recipe" \
     --train "$data/fsdd/train.tsv" --val "$data/fsdd/dev.tsv" --test "$data/fsdd/test.tsv" \
-    --checkpoint-dir "$runs" "$@"
+    --checkpoint-dir "$runs" "${short_run[@]}" "$@"
 else
   python3 tools/demo/make_genre_demo.py --out "$data/genre"
-  exec "$build_dir/trainer" --config tools/recipes/genre_demo.yaml \
+  exec "$build_dir/trainer" --config "$recipe" \
     --train "$data/genre/train.tsv" --val "$data/genre/val.tsv" --test "$data/genre/test.tsv" \
-    --checkpoint-dir "$runs" "$@"
+    --checkpoint-dir "$runs" "${short_run[@]}" "$@"
 fi

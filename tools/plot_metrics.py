@@ -2,7 +2,7 @@
 """Draws a trainer run's curves from its JSONL metrics log (trainer --metrics, by default
 <checkpoint-dir>/metrics.jsonl) into one PNG: training loss, learning rate, gradient norm and
 loss scale against the optimizer step, and every evaluation figure (CER/WER, accuracy, loss)
-of each split.
+of each split; error rates and accuracies in percent (the log keeps fractions).
 
 Usage: tools/plot_metrics.py METRICS.jsonl [--out curves.png] [--title TEXT]
 
@@ -41,6 +41,20 @@ def series(records, event, key, split=None):
     return [p[0] for p in points], [p[1] for p in points]
 
 
+def is_rate(key):
+    """Error rates and accuracies: fractions in the log, percent on the axes (as the
+    trainer prints them)."""
+    return key.endswith(("cer", "wer", "accuracy"))
+
+
+def rate_label(key):
+    """beam_cer -> beam CER, track_accuracy -> track accuracy."""
+    text = key.replace("_", " ")
+    if text.endswith(("cer", "wer")):
+        text = text[:-3] + text[-3:].upper()
+    return text
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("metrics")
@@ -72,12 +86,17 @@ def main():
             if key in ("loss", "grad_norm", "loss_scale") and min(values) > 0:
                 axis.set_yscale("log")
         else:
+            rate = is_rate(key)
             for split in splits:
                 steps, values = series(records, "eval", key, split)
                 if steps:
+                    if rate:
+                        values = [100.0 * v for v in values]
                     axis.plot(steps, values, marker="o", label=split)
             axis.legend()
-        axis.set_title(f"{event} {key}")
+            if rate:
+                axis.set_ylabel(f"{rate_label(key)} (%)")
+        axis.set_title(f"{event} {rate_label(key) if event == 'eval' else key}")
         axis.set_xlabel("step")
         axis.grid(alpha=0.3)
     for axis in list(axes.flat)[len(panels):]:

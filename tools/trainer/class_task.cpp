@@ -56,6 +56,8 @@ ClassTask::ClassTask(const TrainerOptions& options)
     DeferredInitScope deferred(builds_model_deferred(options));
     model_ = make_model("vgg19_bn", config);
   }
+  // Counted now: a pipeline stage later releases the other stages' tensors.
+  parameter_count_ = model_->parameter_count();
   in_channels_ = config.get_int("in-channels", 3);
 }
 
@@ -273,7 +275,7 @@ std::map<std::string, std::string> ClassTask::checkpoint_notes() const {
 
 std::string ClassTask::describe() const {
   std::string text =
-      str("vgg19_bn (", model_->parameter_count(), " parameters), ", labels_.size(), " classes");
+      str("vgg19_bn (", parameter_count_, " parameters), ", labels_.size(), " classes");
   for (const ImageSplit* data : {&train_, &val_, &test_}) {
     if (data->images.empty()) continue;
     text +=

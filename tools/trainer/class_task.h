@@ -66,6 +66,7 @@ class ClassTask : public Task {
   LabelMap labels_;  // from the first manifest given (train, else val, else test)
   ImageSplit train_, val_, test_;
   std::shared_ptr<Module> model_;
+  int64_t parameter_count_ = 0;  // the whole model's, as built
   int64_t in_channels_ = 3;
   DType compute_dtype_ = DType::f32;
 };

@@ -4,8 +4,11 @@
 //   mpirun -np 8 trainer ...   (data parallel: one process per GPU, or per CPU socket)
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "base/determinism.h"
 #include "base/error.h"
@@ -14,6 +17,8 @@
 #include "engine/device.h"
 #include "engine/random.h"
 #include "tools/trainer/class_task.h"
+#include "tools/trainer/error_text.h"
+#include "tools/trainer/metric_text.h"
 #include "tools/trainer/speech_task.h"
 #include "tools/trainer/train_loop.h"
 
@@ -29,9 +34,7 @@ sonata::Device pick_device(const std::string& name) {
 }
 
 void print_eval(const char* what, const sonata::EvalResult& result) {
-  std::printf("%s:", what);
-  for (const auto& [name, value] : result.metrics) std::printf("  %s %.4f", name.c_str(), value);
-  std::printf("\n");
+  std::printf("%s:  %s\n", what, sonata::metrics_text(result.metrics).c_str());
   for (const std::string& line : result.report) std::printf("%s\n", line.c_str());
 }
 
@@ -41,7 +44,29 @@ int main(int argc, char** argv) {
   sonata::TrainerOptions options;
   CLI::App app{"sonata trainer: DeepSpeech2 (CTC) or VGG19_BN (classification) from manifests"};
   sonata::add_trainer_options(app, options);
-  CLI11_PARSE(app, argc, argv);
+  // Not a training option (not in a checkpoint's config): how errors are printed. Read from
+  // argv as well, for the errors of parsing itself.
+  bool verbose = std::any_of(argv + 1, argv + argc,
+                             [](const char* arg) { return std::string(arg) == "--verbose"; });
+  app.add_flag("--verbose", verbose,
+               "errors also name the source line that raised them (always in a debug build)");
+#ifdef NDEBUG
+  const bool with_location = verbose;
+#else
+  const bool with_location = true;
+#endif
+  // Under mpirun every rank reads the same command line: only the first prints its errors.
+  const int launch_rank = sonata::detect_launch().rank;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    if (launch_rank > 0) return error.get_exit_code();
+    if (error.get_exit_code() == 0) return app.exit(error);  // --help
+    std::fprintf(stderr, "trainer: %s (trainer --help lists the options)\n",
+                 sonata::error_text(sonata::parse_error_text(error.what()), with_location).c_str());
+    return error.get_exit_code();
+  }
+  int rank = 0;
   try {
     options.check();
     // Under mpirun / srun: one process per device, data parallel; otherwise world size 1
@@ -50,7 +75,8 @@ int main(int argc, char** argv) {
         sonata::init_process_group(pick_device(options.device));
     const sonata::Device device =
         group->world_size() > 1 ? group->device() : pick_device(options.device);
-    const bool main_rank = group->rank() == 0;
+    rank = group->rank();
+    const bool main_rank = rank == 0;
     SONATA_CHECK(options.precision == "fp32" || device.is_cuda(), "--precision ", options.precision,
                  " needs a GPU and none was found; use --precision fp32");
     sonata::manual_seed(options.seed);
@@ -75,9 +101,18 @@ int main(int argc, char** argv) {
     return result.stopped_bad ? 3 : 0;
   } catch (const std::exception& error) {
     std::fflush(stdout);
+    const std::string text = sonata::error_text(error.what(), with_location);
     // Under MPI one rank's error ends every rank, naming it, instead of leaving peers hanging.
-    if (sonata::mpi_started()) sonata::abort_job(sonata::str("trainer: ", error.what()));
-    std::fprintf(stderr, "\ntrainer: %s\n", error.what());
+    // A cause every rank meets (a missing file, a bad option) is printed once: rank 0 ends
+    // the job at once, the others give it a moment to, and only print (naming their rank)
+    // when their failure was their own.
+    if (sonata::mpi_started()) {
+      if (rank > 0) std::this_thread::sleep_for(std::chrono::seconds(5));
+      sonata::abort_job(sonata::str("trainer: ", text));
+    }
+    // Before MPI started the cause came from the command line, the same on every rank.
+    if (launch_rank > 0) return 1;
+    std::fprintf(stderr, "trainer: %s\n", text.c_str());
     return 1;
   }
 }

@@ -104,6 +104,15 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
           holders.push_back({s, layer.shard});
         }
     }
+  // Each stage's share of the parameters (rows of a cut layer counted where they live).
+  stage_parameters_.assign(size_t(stage_count_), 0);
+  for (const auto& [name, param] : task.model().named_parameters()) {
+    const auto found = parts.find(name);
+    if (found == parts.end()) continue;  // refused below
+    for (const StatePart& part : found->second)
+      stage_parameters_[size_t(part.stage)] +=
+          part.shard.rows > 0 ? param.numel() / param.shape()[0] * part.shard.rows : param.numel();
+  }
   for (const auto& [name, tensor] : task.model().state_dict()) {
     const auto found = parts.find(name);
     SONATA_CHECK(found != parts.end(), "--pipeline-stages: the model's '", name,
@@ -138,8 +147,14 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
 }
 
 std::string PipelineParallel::describe() const {
-  return str(stage_count_, " pipeline stages (layers ", partition_text_, "), ",
-             schedule_name(schedule_), " schedule",
+  int64_t total = 0;
+  std::string shares;
+  for (const int64_t count : stage_parameters_) {
+    total += count;
+    shares += (shares.empty() ? "" : " + ") + std::to_string(count);
+  }
+  return str(stage_count_, " pipeline stages (layers ", partition_text_, "; parameters ", shares,
+             " of ", total, "), ", schedule_name(schedule_), " schedule",
              replica_count_ > 1 ? str(", x ", replica_count_, " data-parallel replicas") : "");
 }
 

@@ -128,6 +128,7 @@ class PipelineParallel {
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<Reducer> reducer_;
   std::string partition_text_;
+  std::vector<int64_t> stage_parameters_;  // each stage's share of the model's parameters
   PipelineSchedule schedule_;
   // The whole model's state_dict names and shapes, with the stages (the world ranks of
   // replica 0) that hold each entry: one stage holds it whole, or, for a layer cut into

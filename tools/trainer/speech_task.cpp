@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "base/error.h"
 #include "base/nvtx.h"
@@ -81,6 +82,8 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
   test_ = load("test", options.test_manifest);
   DeferredInitScope deferred(builds_model_deferred(options));
   model_ = make_speech_model(options, vocabulary_.size());
+  // Counted now: a pipeline stage later releases the other stages' tensors.
+  parameter_count_ = model_->parameter_count();
 }
 
 std::vector<int64_t> SpeechTask::train_lengths() const {
@@ -155,13 +158,17 @@ Tensor SpeechTask::loss(const HostBatch& batch, Device device) {
 class SpeechEvalPass : public EvalPass {
  public:
   SpeechEvalPass(const SpeechTask& task, const std::string& name, int64_t rank, int64_t world)
-      : task_(task), data_(task.split(name)), world_(world) {
+      : task_(task), data_(task.split(name)) {
     const int64_t count = int64_t(data_.features.size());
     for (int64_t i = rank; i < count; i += world) order_.push_back(i);
     std::stable_sort(order_.begin(), order_.end(), [&](int64_t a, int64_t b) {
       return data_.features[size_t(a)].size(0) > data_.features[size_t(b)].size(0);
     });
     eval_batch_ = std::max<int64_t>(task_.options_.batch_size, 16);
+    // The clips whose transcripts are shown: spread evenly over the whole split (a manifest
+    // is often sorted, by word or speaker), each shard showing those it holds.
+    const int64_t picks = std::min(count, task_.options_.show_transcripts * world);
+    for (int64_t k = 0; k < picks; ++k) shown_items_.insert(k * count / picks);
   }
 
   int64_t batch_count() const override {
@@ -213,8 +220,7 @@ class SpeechEvalPass : public EvalPass {
         beam_text = task_.vocabulary_.decode(beams[n].ids);
         beam_rate_.add(data_.transcripts[item], beam_text);
       }
-      if (int64_t(item) < options.show_transcripts * world_)
-        shown_[int64_t(item)] = {greedy_text, beam_text};
+      if (shown_items_.count(int64_t(item))) shown_[int64_t(item)] = {greedy_text, beam_text};
     }
   }
 
@@ -228,7 +234,7 @@ class SpeechEvalPass : public EvalPass {
                    {"words", double(greedy_rate_.words().reference_length)},
                    {"beam_char_edits", double(beam_rate_.characters().edits)},
                    {"beam_word_edits", double(beam_rate_.words().edits)}};
-    // This shard's first clips in manifest order, so runs can be compared by eye.
+    // This shard's picks in manifest order, the same every run, so runs compare by eye.
     const TrainerOptions& options = task_.options_;
     for (const auto& [item, texts] : shown_) {
       if (int64_t(counts.examples.size()) >= 3 * options.show_transcripts) break;
@@ -248,11 +254,11 @@ class SpeechEvalPass : public EvalPass {
 
   const SpeechTask& task_;
   const SpeechSplit& data_;
-  int64_t world_;
   std::vector<int64_t> order_;
   int64_t eval_batch_ = 16, added_ = 0;
   ErrorRate greedy_rate_, beam_rate_;
-  std::map<int64_t, std::pair<std::string, std::string>> shown_;  // first clips: greedy, beam
+  std::set<int64_t> shown_items_;
+  std::map<int64_t, std::pair<std::string, std::string>> shown_;  // picked clips: greedy, beam
   double loss_sum_ = 0;
 };
 
@@ -281,7 +287,7 @@ std::map<std::string, std::string> SpeechTask::checkpoint_texts() const {
 }
 
 std::string SpeechTask::describe() const {
-  std::string text = str("ds2 (", model_->parameter_count(), " parameters), vocabulary of ",
+  std::string text = str("ds2 (", parameter_count_, " parameters), vocabulary of ",
                          vocabulary_.size(), " symbols");
   for (const SpeechSplit* data : {&train_, &val_, &test_}) {
     if (data->clips() == 0) continue;

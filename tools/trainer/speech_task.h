@@ -63,6 +63,7 @@ class SpeechTask : public Task {
   SpeechBatcher batcher_;
   SpeechSplit train_, val_, test_;
   std::shared_ptr<Ds2> model_;
+  int64_t parameter_count_ = 0;  // the whole model's, as built
   DType compute_dtype_ = DType::f32;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <optional>
 #include <tuple>
@@ -18,7 +19,9 @@
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/param_groups.h"
 #include "engine/optim/sgd.h"
+#include "tools/trainer/checkpoint_dir_lock.h"
 #include "tools/trainer/init_from.h"
+#include "tools/trainer/metric_text.h"
 #include "tools/trainer/metrics_log.h"
 #include "tools/trainer/precision.h"
 #include "tools/trainer/progress.h"
@@ -31,6 +34,9 @@ namespace sonata {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The checkpoint scalar of the run's steps per epoch (check_epoch_length).
+constexpr const char* kStepsPerEpoch = "steps_per_epoch";
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -60,23 +66,15 @@ LrSchedule make_schedule(const TrainerOptions& o, double peak_lr, double length)
   if (o.warmup > 0) schedule.warmup(o.warmup, o.warmup_start_lr);
   const double main = length - o.warmup - o.flat_tail;
   SONATA_CHECK(main > 0, "--warmup ", o.warmup, " and --flat-tail ", o.flat_tail,
-               " leave nothing of the ", length, " ", o.schedule_unit, " of training");
+               " leave nothing of the ", length, " ", o.schedule_unit,
+               " of training: shorten them to fit (e.g. --warmup ", length / 10,
+               " --flat-tail 0, a tenth of the run warming up) or train longer");
   if (o.schedule == "cosine") schedule.cosine(main, o.min_lr);
   if (o.schedule == "linear") schedule.linear(main, o.min_lr);
   if (o.schedule == "step") schedule.step_decay(main, o.step_every, o.step_gamma);
   if (o.schedule == "constant") schedule.constant(main);
   if (o.flat_tail > 0) schedule.constant(o.flat_tail);
   return schedule;
-}
-
-std::string format_metrics(const std::map<std::string, double>& metrics) {
-  std::string text;
-  for (const auto& [name, value] : metrics) {
-    char figure[64];
-    std::snprintf(figure, sizeof figure, "%s %.4f", name.c_str(), value);
-    text += (text.empty() ? "" : "  ") + std::string(figure);
-  }
-  return text;
 }
 
 // One run: the state the step loop carries, and its phases as methods.
@@ -89,6 +87,10 @@ class Run {
 
  private:
   double schedule_position(int64_t step) const;
+  // A checkpoint's step count counts its run's batches: a resume whose epochs have another
+  // number of steps (other training items, batch size, accumulation or process count) would
+  // put that step elsewhere in its epoch and schedule, and is refused.
+  void check_epoch_length(const TrainingState& checkpoint, int64_t step) const;
   void train_epoch(int64_t epoch, int64_t first_batch);
   // The batch `index` of `count` in this epoch, from the stager or the loader (timed as the
   // data wait); on a GPU the next batch's copy starts behind it.
@@ -102,6 +104,8 @@ class Run {
   void report_data();
   EvalResult evaluate(const std::string& split, int64_t epoch);
   void write_range_report();  // --range-times
+  // Without --checkpoint-dir or --metrics the log lands in the current folder: said, once.
+  void say_where_metrics_go();
   void save_checkpoint(const TrainPosition& position, std::optional<double> metric);
   bool finished() const { return step_ >= total_steps_ || stop_requested_; }
   // --profile-steps: the CUDA profiler's capture around steps [profile_first_, profile_last_].
@@ -114,6 +118,9 @@ class Run {
   Device device_;
   std::shared_ptr<ProcessGroup> group_;  // null in one process
   int64_t rank_ = 0, world_ = 1;
+  // One run per --checkpoint-dir, held by the rank that writes there; taken before the
+  // metrics log below opens (and, on a fresh run, empties) the folder's metrics.jsonl.
+  std::unique_ptr<CheckpointDirLock> checkpoint_dir_lock_;
   // How a step spreads over the processes (make_training_strategy); under --eval-only, ranks
   // that evaluate their shards alone.
   std::unique_ptr<TrainingStrategy> strategy_;
@@ -135,6 +142,9 @@ class Run {
   std::vector<Tensor> parameters_;
 
   int64_t step_ = 0, first_step_ = 0;  // first_step_: where this run started (resumes)
+  // Where the next batch is: after the last step taken (an epoch cut short by --max-steps
+  // ends mid-epoch, and its checkpoint must say so for a longer run to continue there).
+  TrainPosition position_;
   int64_t last_saved_step_ = -1;
   bool stop_requested_ = false;
   int64_t profile_first_ = 0, profile_last_ = 0;
@@ -157,6 +167,9 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
       group_(group && group->world_size() > 1 ? std::move(group) : nullptr),
       rank_(group_ ? group_->rank() : 0),
       world_(group_ ? group_->world_size() : 1),
+      checkpoint_dir_lock_(rank_ == 0 && !o.eval_only && !o.checkpoint_dir.empty()
+                               ? std::make_unique<CheckpointDirLock>(o.checkpoint_dir)
+                               : nullptr),
       model_(task.model()),
       metrics_path_(!o.metrics.empty()          ? o.metrics
                     : !o.checkpoint_dir.empty() ? o.checkpoint_dir + "/metrics.jsonl"
@@ -185,6 +198,7 @@ Run::Run(const TrainerOptions& o, Task& task, Device device, std::shared_ptr<Pro
 TrainResult Run::evaluate_only() {
   strategy_ = std::make_unique<SingleProcessStrategy>(task_, device_, loss_hooks(), group_);
   progress_.print(str("evaluating on ", device_.str(), ": ", task_.describe()));
+  say_where_metrics_go();
   report_data();
   if (!o_.resume.empty()) {
     const std::string path = resume_path(o_);
@@ -258,6 +272,7 @@ TrainResult Run::train() {
       loaded.state.optimizer = strategy_->local_optimizer_state(std::move(loaded.state.optimizer));
       start = restore_training_state(loaded.state, o_, task_, *optimizer_, *scaler_, &notes,
                                      selection ? &loaded.model_in_file : nullptr);
+      check_epoch_length(loaded.state, start.step);
       progress_.print(str("resumed from ", source.folder, " at step ", start.step, " (epoch ",
                           start.epoch + 1, ", batch ", start.batch, ")"));
       for (const std::string& skipped : source.skipped)
@@ -275,6 +290,7 @@ TrainResult Run::train() {
                       {"skipped", source.skipped}});
   }
   step_ = first_step_ = start.step;
+  position_ = start;
   // After the weights are final (moved, cast, resumed): every rank starts from rank 0's.
   strategy_->start();
   if (const std::string line = strategy_->describe(batch_size); !line.empty())
@@ -287,6 +303,14 @@ TrainResult Run::train() {
                       "), batch ", batch_size, " x ", o_.accum_steps, " accumulated x ", replicas,
                       " ", strategy_->shard_name(), ", peak lr ", peak_lr, ", metrics in ",
                       metrics_path_));
+  say_where_metrics_go();
+  if (!o_.resume.empty() && step_ >= total_steps_)
+    progress_.print(
+        str("the run is already complete: its checkpoint is at step ", step_,
+            " and this run ends at ", "step ", total_steps_,
+            o_.max_steps > 0 ? str(" (--max-steps ", o_.max_steps, ")")
+                             : str(" (--epochs ", o_.epochs, ")"),
+            "; nothing to train. To train further, resume with a larger --epochs or --max-steps"));
   for (int64_t epoch = start.epoch; epoch < epochs_ && !finished() && !result_.stopped_bad;
        ++epoch) {
     train_epoch(epoch, epoch == start.epoch ? start.batch : 0);
@@ -297,7 +321,7 @@ TrainResult Run::train() {
       result_.last_val = evaluate("val", epoch);
       metric = result_.last_val.metrics.at(task_.best_metric());
     }
-    save_checkpoint({step_, epoch + 1, 0}, metric);
+    save_checkpoint(position_, metric);
   }
   strategy_->after_training();
   progress_.finish();
@@ -310,12 +334,34 @@ TrainResult Run::train() {
   return result_;
 }
 
+void Run::say_where_metrics_go() {
+  if (!o_.checkpoint_dir.empty() || !o_.metrics.empty()) return;
+  std::error_code error;
+  const std::filesystem::path path = std::filesystem::absolute(metrics_path_, error);
+  progress_.print(str("no --checkpoint-dir: no checkpoints are written, and the metrics go to ",
+                      error ? metrics_path_ : path.string(), " (--metrics FILE to choose)"));
+}
+
 void Run::write_range_report() {
   if (o_.range_times.empty()) return;
   range_times_enable(false);
   const std::string path = world_ > 1 ? str(o_.range_times, ".rank", rank_) : o_.range_times;
   write_range_times(path, seconds_since(run_start_));
   progress_.print(str("host time per range in ", path));
+}
+
+void Run::check_epoch_length(const TrainingState& checkpoint, int64_t step) const {
+  const auto saved = checkpoint.scalars.find(kStepsPerEpoch);
+  if (saved == checkpoint.scalars.end()) return;  // written before the count was kept
+  const int64_t theirs = int64_t(saved->second);
+  if (theirs == steps_per_epoch_) return;
+  throw Error(str("this run's epochs have ", steps_per_epoch_,
+                  " steps, the checkpoint's run's had ", theirs,
+                  " (its training items, --batch-size, --accum-steps or number of ",
+                  "processes differ): its step ", step,
+                  " would fall elsewhere in an epoch and in the schedule; resume with the same "
+                  "data and batch layout, or start a new run from its weights with --init-from "
+                  "<checkpoint folder>/model.safetensors"));
 }
 
 double Run::schedule_position(int64_t step) const {
@@ -408,6 +454,7 @@ void Run::optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches)
   if (result_.stopped_bad) return;
   const TrainPosition position = epoch_end ? TrainPosition{step_, epoch + 1, 0}
                                            : TrainPosition{step_, epoch, int64_t(next_batch)};
+  position_ = position;
   if (o_.stop_after > 0 && step_ >= o_.stop_after && step_ < total_steps_) {
     save_checkpoint(position, std::nullopt);
     progress_.print(str("stopped after step ", step_, " (--stop-after); continue with --resume"));
@@ -510,7 +557,7 @@ EvalResult Run::evaluate(const std::string& split, int64_t epoch) {
   record["elapsed_s"] = seconds_since(run_start_);
   metrics_.write(record);
   if (epoch >= 0)
-    progress_.print(str("epoch ", epoch + 1, " ", split, ": ", format_metrics(eval.metrics), "  (",
+    progress_.print(str("epoch ", epoch + 1, " ", split, ": ", metrics_text(eval.metrics), "  (",
                         format_duration(seconds_since(run_start_)), " elapsed)"));
   return eval;
 }
@@ -525,7 +572,8 @@ void Run::save_checkpoint(const TrainPosition& position, std::optional<double> m
   if (strategy_->bad_anywhere(bad_here)) return;
   if (!strategy_->saves_on_every_rank() && !checkpoints_) return;
   last_saved_step_ = position.step;
-  const TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
+  TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
+  state.scalars[kStepsPerEpoch] = double(steps_per_epoch_);
   const std::string path =
       strategy_->save_checkpoint(checkpoints_.get(), state, position.step, metric);
   if (!checkpoints_) return;

@@ -5,16 +5,12 @@
 #include "base/error.h"
 #include "engine/nn/state_dict.h"
 #include "engine/random.h"
+#include "tools/trainer/resume_changes.h"
 
 namespace sonata {
 namespace {
 
 constexpr const char* kScalerPrefix = "scaler.";
-
-// Options that may change between a run and its resume without changing what is trained.
-bool is_run_only_option(const std::string& key) {
-  return key == "device" || key == "progress" || key == "metrics" || key == "log-every";
-}
 
 }  // namespace
 
@@ -48,15 +44,6 @@ TrainPosition restore_training_state(const TrainingState& state, const TrainerOp
   else
     check_compatible(state, task.model().state_dict(), expected);
 
-  LoadStateOptions load_options;
-  load_options.only_given = model_in_file != nullptr;
-  load_state_dict(task.model(), state.model, load_options);
-  optimizer.load_state_dict(state.optimizer);
-  std::map<std::string, double> scaler_state;
-  for (const auto& [key, value] : state.scalars)
-    if (key.rfind(kScalerPrefix, 0) == 0) scaler_state[key.substr(7)] = value;
-  scaler.load_state_dict(scaler_state);
-
   auto scalar = [&](const char* key) {
     const auto found = state.scalars.find(key);
     SONATA_CHECK(found != state.scalars.end(), "the checkpoint has no '", key,
@@ -69,22 +56,30 @@ TrainPosition restore_training_state(const TrainingState& state, const TrainerOp
                  "' (it was not written by the trainer)");
     return found->second;
   };
+  const TrainPosition position{scalar("step"), scalar("epoch"), scalar("batch")};
+  // Before anything is loaded: a change this resume cannot honour is refused.
+  *notes = resume_changes(nlohmann::json::parse(text("config")),
+                          nlohmann::json::parse(options.to_json()), position.step, position.epoch,
+                          position.batch);
+
+  LoadStateOptions load_options;
+  load_options.only_given = model_in_file != nullptr;
+  load_state_dict(task.model(), state.model, load_options);
+  // The hyper-parameters are this command line's (as the notes say), the state the
+  // checkpoint's: torch's load_state_dict would bring back the old lr, betas and decay.
+  std::vector<HyperParameters> given;
+  for (const ParamGroup& group : optimizer.param_groups()) given.push_back(group.options);
+  optimizer.load_state_dict(state.optimizer);
+  for (size_t g = 0; g < given.size(); ++g)
+    for (const auto& [name, value] : given[g]) optimizer.set_option(g, name, value);
+  std::map<std::string, double> scaler_state;
+  for (const auto& [key, value] : state.scalars)
+    if (key.rfind(kScalerPrefix, 0) == 0) scaler_state[key.substr(7)] = value;
+  scaler.load_state_dict(scaler_state);
+
   default_generator() = Generator(std::stoull(text("generator.seed")));
   default_generator().set_offset(std::stoull(text("generator.offset")));
-
-  const auto before = nlohmann::json::parse(text("config"));
-  const auto now = nlohmann::json::parse(options.to_json());
-  for (const auto& [key, value] : now.items()) {
-    if (is_run_only_option(key)) continue;
-    const auto old = before.find(key);
-    if (old == before.end())
-      notes->push_back(
-          str("resumed run sets --", key, " ", value.dump(), " (not in the checkpoint)"));
-    else if (*old != value)
-      notes->push_back(
-          str("resumed run changes --", key, " from ", old->dump(), " to ", value.dump()));
-  }
-  return {scalar("step"), scalar("epoch"), scalar("batch")};
+  return position;
 }
 
 std::string resume_path(const TrainerOptions& options) {

@@ -27,7 +27,9 @@ TrainingState capture_training_state(const TrainerOptions& options, Task& task,
 
 // Loads `state` into the model, optimizer and scaler (after checking it fits them) and
 // returns where to continue. `notes` receives a line per option that differs from the run
-// that wrote the checkpoint (a changed --lr is allowed, and said). `model_in_file`, when
+// that wrote the checkpoint, applied from its step on (the optimizer's hyper-parameters are
+// `optimizer`'s own, from this command line, not the checkpoint's); a change that cannot be
+// honoured throws before anything is loaded (resume_changes.h). `model_in_file`, when
 // state.model holds only part of the checkpoint's model (load_checkpoint_part): what every
 // tensor of the checkpoint's model is, which the fit is judged by; then only state.model's
 // entries are loaded and the rest of the model is left as it is.

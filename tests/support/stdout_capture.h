@@ -1,0 +1,11 @@
+#pragma once
+// What a call prints to stdout (the trainer's progress lines), for tests that check a
+// message a user reads. `file` holds the capture; stdout is restored even when `call` throws.
+#include <functional>
+#include <string>
+
+namespace sonata::testing {
+
+std::string stdout_of(const std::string& file, const std::function<void()>& call);
+
+}  // namespace sonata::testing

@@ -1,0 +1,26 @@
+// What the trainer prints for an error (tools/trainer/error_text.h): one line, the source
+// location a check appends only when asked for.
+#include <catch2/catch.hpp>
+
+#include "base/error.h"
+#include "tests/support/error_of.h"
+#include "tools/trainer/error_text.h"
+
+using namespace sonata;
+
+TEST_CASE("error text: one line, without the source location unless asked", "[trainer][errors]") {
+  const std::string raised =
+      sonata::testing::error_of([] { SONATA_CHECK(false, "cannot open manifest 'x.tsv'"); });
+  REQUIRE(raised.find("tests/train/test_error_text.cpp:") != std::string::npos);
+  CHECK(error_text(raised, false) == "cannot open manifest 'x.tsv'");
+  CHECK(error_text(raised, true) == raised);
+  // A wrapped message keeps its words, loses every location, and reads on one line.
+  CHECK(error_text("--resume auto: checkpoint 'D/step-1' is unreadable (engine/checkpoint/"
+                   "checkpoint.cpp:88)\nNot starting a fresh run over them: move them",
+                   false) ==
+        "--resume auto: checkpoint 'D/step-1' is unreadable; Not starting a fresh run over "
+        "them: move them");
+  CHECK(error_text("\nleading and trailing breaks\n", false) == "leading and trailing breaks");
+  // Parentheses that are not a location stay.
+  CHECK(error_text("bad value (expected 1 to 3)", false) == "bad value (expected 1 to 3)");
+}
