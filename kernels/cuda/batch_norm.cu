@@ -276,7 +276,9 @@ __global__ void __launch_bounds__(kBlockSize)
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       const A value = (A(load(in.v[k])) - mu) * scale + shift;
-      out.v[k] = store<T>(relu && !(value > A(0)) ? A(0) : value);
+      // value < 0, not !(value > 0): ReLU(NaN) is NaN, as PyTorch's, so a NaN reaches the loss
+      // scaler and the bad-step check instead of being hidden as 0.
+      out.v[k] = store<T>(relu && value < A(0) ? A(0) : value);
     }
     store_pack<V>(y, q, out);
   }
