@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/mpi_check.h"
 #include "base/nccl_check.h"
+#include "base/no_throw.h"
 #include "comm/arrival_board.h"
 #include "comm/bootstrap.h"
 #include "comm/bounded_wait.h"
@@ -96,8 +97,12 @@ class NcclWork final : public Work {
   ~NcclWork() override {
     // Dropped unwaited: order the caller's stream after the transfer anyway, so the caching
     // allocator cannot hand the tensors' memory to new work while NCCL still uses it.
+    // current_stream() selects the device and may create the stream: it can throw, and an
+    // exception leaving a destructor is std::terminate.
     if (!waited_ && !tensors_.empty())
-      CUDA_RELEASE(cudaStreamWaitEvent(current_stream(device_), done_->get(), 0));
+      run_without_throwing("ordering the caller's stream after an unwaited NCCL operation", [&] {
+        CUDA_RELEASE(cudaStreamWaitEvent(current_stream(device_), done_->get(), 0));
+      });
   }
   const std::shared_ptr<Event>& done_event() const { return done_; }
 
