@@ -202,7 +202,11 @@ void NcclGroup::adopt_communicator() {
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   stream_ = std::make_unique<Stream>(device_, greatest);
-  watchdog_ = std::make_unique<Watchdog>([](const std::string& failure) { end_job(failure); });
+  // Its thread polls events of this device and drops them: it must run on this device.
+  Watchdog::Options options;
+  options.device = device();
+  watchdog_ = std::make_unique<Watchdog>([](const std::string& failure) { end_job(failure); },
+                                         std::move(options));
   MPI_CHECK(MPI_Comm_set_errhandler(mpi_comm_, MPI_ERRORS_RETURN));
   board_ = std::make_shared<ArrivalBoard>(mpi_comm_);
   int level = MPI_THREAD_SINGLE;
