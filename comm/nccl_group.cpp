@@ -229,6 +229,12 @@ NcclGroup::~NcclGroup() {
   if (comm_ && unregister(comm_)) ncclCommDestroy(comm_);
 }
 
+void NcclGroup::on_communication_stream(const std::function<void()>& body) {
+  set_cuda_device(device_);
+  const StreamGuard on_stream(*stream_);
+  body();
+}
+
 void NcclGroup::follow_caller() {
   set_cuda_device(device_);
   Event ready;
