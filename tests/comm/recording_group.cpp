@@ -37,6 +37,12 @@ RecordingGroup::RecordingGroup(std::shared_ptr<ProcessGroup> inner, bool stream_
     : RecordingGroup(std::move(inner), stream_ordered, std::make_shared<std::vector<std::string>>(),
                      "", std::make_shared<State>()) {}
 
+RecordingGroup::RecordingGroup(std::shared_ptr<ProcessGroup> inner,
+                               std::shared_ptr<std::vector<std::string>> log, std::string prefix,
+                               bool stream_ordered)
+    : RecordingGroup(std::move(inner), stream_ordered, std::move(log), std::move(prefix),
+                     std::make_shared<State>()) {}
+
 RecordingGroup::RecordingGroup(std::shared_ptr<ProcessGroup> inner, bool stream_ordered,
                                std::shared_ptr<std::vector<std::string>> log, std::string prefix,
                                std::shared_ptr<State> state)

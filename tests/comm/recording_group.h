@@ -16,6 +16,10 @@ namespace sonata::testing {
 class RecordingGroup final : public ProcessGroup {
  public:
   explicit RecordingGroup(std::shared_ptr<ProcessGroup> inner, bool stream_ordered = false);
+  // Logs into `log` too, each entry prefixed with `prefix`: two groups sharing one log show
+  // how their operations interleave.
+  RecordingGroup(std::shared_ptr<ProcessGroup> inner, std::shared_ptr<std::vector<std::string>> log,
+                 std::string prefix, bool stream_ordered = false);
 
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
