@@ -36,7 +36,8 @@ TEST_CASE("every thread the project starts selects its device first", "[core][de
   const fs::path root = fs::path(SONATA_FIXTURES_DIR).parent_path().parent_path();
   std::vector<std::string> offenders;
   int files = 0;
-  for (const char* folder : {"base", "comm", "data", "engine", "kernels", "models", "tools"}) {
+  for (const char* folder :
+       {"base", "bench", "comm", "data", "engine", "kernels", "models", "tools"}) {
     for (const auto& entry : fs::recursive_directory_iterator(root / folder)) {
       const std::string ext = entry.path().extension().string();
       if (!entry.is_regular_file() ||
