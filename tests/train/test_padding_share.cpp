@@ -42,6 +42,10 @@ std::vector<double> padding_shares(const TrainerOptions& options) {
 
 }  // namespace
 
+TEST_CASE("--pad-frames-to defaults to the batcher's time multiple", "[trainer]") {
+  CHECK(TrainerOptions{}.pad_frames_to == kSpeechTimeMultiple);
+}
+
 TEST_CASE("a speech batch counts its items' frames and the frames it computes", "[trainer]") {
   TemporaryFolder folder("padding_share_batch");
   TrainerOptions options =

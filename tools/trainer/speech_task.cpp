@@ -56,9 +56,6 @@ SpeechAugment speech_augment(const TrainerOptions& options) {
 
 }  // namespace
 
-static_assert(TrainerOptions{}.pad_frames_to == kSpeechTimeMultiple,
-              "--pad-frames-to's default is the batcher's");
-
 SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
     : options_(options),
       vocabulary_(std::move(vocabulary)),
