@@ -6,9 +6,9 @@
 // algorithm on scratch tensors of the pass's shapes (stream-ordered, from the same memory
 // pool as the engine's tensors) and the fastest allowed one within the 256 MiB workspace
 // cap is kept. Finding blocks the host once per shape, and a layer whose input length varies
-// meets many shapes (DS2: a time length per batch; its batches pad time to a multiple of 16
-// frames, which leaves about a dozen per epoch on the demo but over a hundred on
-// LibriSpeech-like lengths). So each layer (the convolution without its batch and spatial
+// meets many shapes (DS2: a time length per batch; its batches pad time to a multiple of 8
+// frames, which leaves about 30 per epoch on the demo but about 200 on LibriSpeech-like
+// lengths). So each layer (the convolution without its batch and spatial
 // sizes) measures at most kConvFindsPerLayer shapes per pass (kernels/common/
 // conv_find_budget.h); its further shapes take cuDNN's heuristics
 // (cudnnGetConvolution*Algorithm_v7), which run no kernels and never block the host.

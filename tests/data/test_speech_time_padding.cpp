@@ -128,10 +128,10 @@ TEST_CASE("a speech batch's time axis is padded to the multiple", "[data][speech
   const SpeechBatcher batcher(extractor, SpeechAugment{});
   const HostBatch batch = batcher.pad({ones({37, mels}), ones({50, mels})}, {{1}, {2, 3}});
   const Tensor input = batch[SpeechBatch::input];
-  CHECK(input.shape() == Shape{2, 1, 64, mels});
+  CHECK(input.shape() == Shape{2, 1, 56, mels});
   CHECK(batch[SpeechBatch::input_lengths].to_vector<int64_t>() == std::vector<int64_t>{37, 50});
   CHECK(batch.frames == 87);
-  CHECK(batch.padded_frames == 128);
+  CHECK(batch.padded_frames == 112);
   // Past each item's frames: zeros.
   const Tensor second = input.select(0, 1).select(0, 0).contiguous();
   CHECK(sum(second.select(0, 49)).item() == double(mels));
@@ -147,14 +147,14 @@ TEST_CASE("an epoch of speech batches has few conv shapes and little padding", "
   const EpochShapes demo_after = epoch_shapes(demo, 16, kSpeechTimeMultiple);
   report("speech demo", demo_before, demo_after);
   CHECK(demo_before.shapes > 3 * demo_after.shapes);
-  CHECK(demo_after.shapes <= 20);
-  CHECK(demo_after.padding - demo_before.padding < 0.06);
+  CHECK(2 * demo_after.shapes <= 64);  // two conv layers' plans fit the plan cache
+  CHECK(demo_after.padding - demo_before.padding < 0.03);
   // LibriSpeech-like (batch 32): 892 batches over 1.3-24.5 s.
   const std::vector<int64_t> libri = librispeech_lengths();
   const EpochShapes libri_before = epoch_shapes(libri, 32, 1);
   const EpochShapes libri_after = epoch_shapes(libri, 32, kSpeechTimeMultiple);
   report("LibriSpeech-like", libri_before, libri_after);
-  CHECK(libri_before.shapes > 3 * libri_after.shapes);
-  CHECK(libri_after.shapes <= 160);
+  CHECK(libri_before.shapes > 2 * libri_after.shapes);
+  CHECK(libri_after.shapes <= 256);
   CHECK(libri_after.padding - libri_before.padding < 0.01);
 }

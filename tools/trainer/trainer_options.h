@@ -32,7 +32,7 @@ struct TrainerOptions {
   // training audio kept, featurised and masked on the device in each step). Classification:
   // step moves the image jitter to the device.
   std::string features_on = "load";
-  int64_t pad_frames_to = 16;  // ASR: batches' time axis, kSpeechTimeMultiple (speech_dataset.h)
+  int64_t pad_frames_to = 8;  // ASR: batches' time axis, kSpeechTimeMultiple (speech_dataset.h)
   std::string bad_input = "stop";  // stop | skip (and count) on an unusable clip
   double max_duration = 0;  // seconds; longer clips are bad input (0: no limit)  // ASR: features
                             // precomputed by `featurize` with the same flags
