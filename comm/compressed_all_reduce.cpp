@@ -54,11 +54,8 @@ class CompressedAllReduce final : public Work {
 
   void run_to_end(bool block_host) {
     while (phase_ != Phase::done) {
-      if (block_host)
-        work_->synchronize();
-      else
-        work_->wait();
-      advance();
+      if (block_host) work_->synchronize();
+      advance();  // which waits for the phase (NCCL: orders a stream after it)
     }
   }
 
