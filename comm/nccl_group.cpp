@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/mpi_check.h"
 #include "base/nccl_check.h"
+#include "base/no_throw.h"
 #include "comm/arrival_board.h"
 #include "comm/bootstrap.h"
 #include "comm/bounded_wait.h"
@@ -96,8 +97,12 @@ class NcclWork final : public Work {
   ~NcclWork() override {
     // Dropped unwaited: order the caller's stream after the transfer anyway, so the caching
     // allocator cannot hand the tensors' memory to new work while NCCL still uses it.
+    // current_stream() selects the device and may create the stream: it can throw, and an
+    // exception leaving a destructor is std::terminate.
     if (!waited_ && !tensors_.empty())
-      CUDA_RELEASE(cudaStreamWaitEvent(current_stream(device_), done_->get(), 0));
+      run_without_throwing("ordering the caller's stream after an unwaited NCCL operation", [&] {
+        CUDA_RELEASE(cudaStreamWaitEvent(current_stream(device_), done_->get(), 0));
+      });
   }
   const std::shared_ptr<Event>& done_event() const { return done_; }
 
@@ -197,7 +202,11 @@ void NcclGroup::adopt_communicator() {
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   stream_ = std::make_unique<Stream>(device_, greatest);
-  watchdog_ = std::make_unique<Watchdog>([](const std::string& failure) { end_job(failure); });
+  // Its thread polls events of this device and drops them: it must run on this device.
+  Watchdog::Options options;
+  options.device = device();
+  watchdog_ = std::make_unique<Watchdog>([](const std::string& failure) { end_job(failure); },
+                                         std::move(options));
   MPI_CHECK(MPI_Comm_set_errhandler(mpi_comm_, MPI_ERRORS_RETURN));
   board_ = std::make_shared<ArrivalBoard>(mpi_comm_);
   int level = MPI_THREAD_SINGLE;
@@ -218,6 +227,12 @@ NcclGroup::~NcclGroup() {
   MPI_Finalized(&finalized);
   if (!finalized && mpi_comm_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_comm_);
   if (comm_ && unregister(comm_)) ncclCommDestroy(comm_);
+}
+
+void NcclGroup::on_communication_stream(const std::function<void()>& body) {
+  set_cuda_device(device_);
+  const StreamGuard on_stream(*stream_);
+  body();
 }
 
 void NcclGroup::follow_caller() {

@@ -45,6 +45,7 @@ class NcclGroup final : public ProcessGroup {
   std::string backend() const override { return "nccl"; }
   Device device() const override { return Device::cuda(device_); }
   bool stream_ordered() const override { return true; }
+  void on_communication_stream(const std::function<void()>& body) override;
   ncclComm_t comm() const { return comm_; }
   cudaStream_t stream() const { return stream_->get(); }
 

@@ -15,6 +15,7 @@
 //
 // Every rank must issue the same collectives in the same order. Keep a tensor (and its Work)
 // alive until wait() has returned: the transfer reads and writes its memory until then.
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -56,6 +57,11 @@ class ProcessGroup {
   // Whether wait() only orders the caller's stream (NCCL): work issued after it runs after
   // the result on the device, so a chain of operations can be issued without host waits.
   virtual bool stream_ordered() const { return false; }
+  // Runs `body` with this group's communication stream as the calling thread's current
+  // stream (NCCL), so the kernels it launches, and the streams its Work::wait() calls order,
+  // are the communication stream's: work between two phases of one reduction stays off the
+  // caller's stream, which waits only for the end. Other groups just run `body`.
+  virtual void on_communication_stream(const std::function<void()>& body) { body(); }
 
   // Seconds any wait on this group's operations may block before the job ends (the
   // trainer's --comm-timeout); applies to operations started afterwards. split() copies it.

@@ -1,14 +1,38 @@
 #include "comm/watchdog.h"
 
 #include <algorithm>
+#include <exception>
+#include <iterator>
 #include <utility>
 
 #include "base/error.h"
+#include "engine/device_thread.h"
 
 namespace sonata {
+namespace {
+
+std::string describe(std::exception_ptr failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& error) {
+    return error.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+}  // namespace
 
 Watchdog::Watchdog(std::function<void(const std::string&)> expire, WaitClock& clock)
-    : expire_(std::move(expire)), clock_(clock) {}
+    : Watchdog(std::move(expire), Options{}, clock) {}
+
+Watchdog::Watchdog(std::function<void(const std::string&)> expire, Options options,
+                   WaitClock& clock)
+    : expire_(std::move(expire)),
+      clock_(clock),
+      device_(options.device),
+      monitor_(options.heartbeat_timeout_s, "the communication watchdog",
+               std::move(options.heartbeat_abort), clock) {}
 
 Watchdog::~Watchdog() {
   {
@@ -16,6 +40,7 @@ Watchdog::~Watchdog() {
     stopping_ = true;
   }
   wake_.notify_all();
+  // The monitor (a member, destroyed after this body) still watches while this joins.
   if (thread_.joinable()) thread_.join();
 }
 
@@ -30,11 +55,25 @@ void Watchdog::watch(Watched watched) {
                          std::chrono::duration<double>(watched.timeout_s));
   std::lock_guard<std::mutex> lock(mutex_);
   entries_.push_back({std::move(watched), deadline});
-  if (background_ && !thread_.joinable()) thread_ = std::thread([this] { run(); });
+  if (background_ && !thread_.joinable()) {
+    thread_ = start_device_thread(device_, [this](std::exception_ptr no_device) {
+      if (no_device)
+        return expire_(str("the communication watchdog cannot select ", device_.str(), ": ",
+                           describe(no_device)));
+      run();
+    });
+    monitor_.start();
+  }
 }
 
 size_t Watchdog::scan() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  // Polled without the lock: a poll may block inside the driver, and watch() must not wait
+  // behind it. Entries watched meanwhile are kept after these.
+  std::vector<Entry> entries;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries.swap(entries_);
+  }
   const auto now = clock_.now();
   std::string failure;
   auto finished = [&](const Entry& entry) {
@@ -50,9 +89,17 @@ size_t Watchdog::scan() {
                     entry.watched.missing ? "; " + entry.watched.missing() : std::string());
     return false;
   };
-  entries_.erase(std::remove_if(entries_.begin(), entries_.end(), finished), entries_.end());
+  // Finished entries (and the events they hold) go here, outside the lock too.
+  entries.erase(std::remove_if(entries.begin(), entries.end(), finished), entries.end());
+  size_t watched = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.insert(entries_.begin(), std::make_move_iterator(entries.begin()),
+                    std::make_move_iterator(entries.end()));
+    watched = entries_.size();
+  }
   if (!failure.empty()) expire_(failure);
-  return entries_.size();
+  return watched;
 }
 
 void Watchdog::run() {
@@ -62,6 +109,7 @@ void Watchdog::run() {
     if (stopping_) break;
     lock.unlock();
     scan();
+    monitor_.beat();
     lock.lock();
   }
 }

@@ -4,6 +4,12 @@
 // blocked anywhere, e.g. in a device copy queued behind a collective whose peer is gone,
 // where no poll loop of ours runs (PyTorch's ProcessGroupNCCL watchdog does the same).
 // The NCCL group keeps one per communicator; the logic is plain C++, testable on the CPU.
+//
+// Its thread enters the communicator's device first (engine/device_thread.h): the CUDA calls
+// of its passes would otherwise open a context on GPU 0 on every rank. It polls without
+// holding its lock, so watch() never waits behind a poll stuck in the driver, and it beats a
+// HeartbeatMonitor (comm/heartbeat_monitor.h) once per pass, which ends the process when the
+// watchdog itself is stuck.
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -12,6 +18,8 @@
 #include <vector>
 
 #include "comm/bounded_wait.h"
+#include "comm/heartbeat_monitor.h"
+#include "engine/device.h"
 
 namespace sonata {
 
@@ -25,8 +33,16 @@ class Watchdog {
     // After a timeout: which ranks did not arrive, appended to the message (may be empty).
     std::function<std::string()> missing;
   };
+  struct Options {
+    Device device = Device::cpu();  // the thread's device: the communicator's
+    double heartbeat_timeout_s = default_heartbeat_timeout_seconds();
+    // Ends the process when the watchdog stops beating; tests record it instead.
+    std::function<void(const std::string&)> heartbeat_abort = abort_process;
+  };
   // `expire` gets one sentence and must end the job (abort_job); tests record it instead.
   Watchdog(std::function<void(const std::string&)> expire, WaitClock& clock = system_wait_clock());
+  Watchdog(std::function<void(const std::string&)> expire, Options options,
+           WaitClock& clock = system_wait_clock());
   // Stops and joins the thread; operations still watched are no longer watched.
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
@@ -49,6 +65,8 @@ class Watchdog {
 
   std::function<void(const std::string&)> expire_;
   WaitClock& clock_;
+  Device device_;
+  HeartbeatMonitor monitor_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<Entry> entries_;

@@ -187,6 +187,17 @@ PipelineStepResult Pipeline::step_micro_batches(int micro_batches,
     }
     // Backward: accumulate into the parameters (and the reducer's buckets).
     const bool final_backward = action.micro_batch + 1 == M;
+    const bool reducing = reducer && final_backward;
+    if (reducing) {
+      // Hybrid: the reducer's all-reduces (the replica communicator) start in this backward.
+      // NCCL's user guide warns that operations on two communicators in flight at once, not
+      // issued in one order on every rank, can deadlock: the stage communicator's messages
+      // are finished first (none of them waits on this rank any more: every peer's matching
+      // operation comes before its own final backward), and this stage's last gradient is
+      // sent after finish(), which orders it after the all-reduces on the device.
+      for (auto& work : sends) timed_wait(*work, &result.wait_seconds);
+      sends.clear();
+    }
     std::optional<NoSync> no_sync;
     if (reducer) {
       no_sync.emplace(*reducer, !final_backward);
@@ -201,6 +212,7 @@ PipelineStepResult Pipeline::step_micro_batches(int micro_batches,
       if (m.output.x.requires_grad()) m.output.x.backward(m.grad);
     }
     no_sync.reset();
+    if (reducing) reducer->finish();
     if (!first) {
       Tensor grad = m.input.x.grad();
       if (!grad.defined()) grad = zeros_like(m.input.x);
@@ -211,7 +223,6 @@ PipelineStepResult Pipeline::step_micro_batches(int micro_batches,
     m.forward_done = true;
     post_downstream();
   }
-  if (reducer) reducer->finish();
   for (auto& work : sends) timed_wait(*work, &result.wait_seconds);
 
   // The loss: computed on the last stage, reported by stage 0 too.

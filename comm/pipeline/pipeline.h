@@ -16,7 +16,11 @@
 //
 // Hybrid (data x pipeline): each replica's stage s runs with the `reducer` over the group of
 // stage s across replicas; every backward but the last runs under no_sync and finish()
-// follows the last, so the replicas' gradients are averaged once per step.
+// follows the last, so the replicas' gradients are averaged once per step. The two
+// communicators never have operations in flight at once (NCCL's user guide: that can
+// deadlock unless every rank issues them in one order): the stage's messages are finished
+// before the last backward, whose all-reduces then run alone, and its gradient goes
+// upstream after finish().
 //
 // Messages are posted so that each pair of neighbours posts its sends and receives in one
 // order (that of the downstream stage's schedule): NCCL, which runs them in posting order on

@@ -33,11 +33,12 @@ double audio_seconds(int64_t frames, const FeatureConfig& config) {
 HostBatch assemble(const std::vector<Tensor>& item_features,
                    const std::vector<std::vector<int64_t>>& item_targets,
                    const FeatureConfig& config, const SpecAugmentOptions* masks, uint64_t seed,
-                   const std::vector<uint64_t>& keys) {
+                   const std::vector<uint64_t>& keys, int64_t time_multiple) {
   const int64_t n_mels = config.n_mels;
   const int64_t batch = int64_t(item_features.size());
   int64_t frames = 0;
   for (const Tensor& features : item_features) frames = std::max(frames, features.size(0));
+  frames = padded_time(frames, time_multiple);
   HostBatch host;
   Tensor input = zeros({batch, 1, frames, n_mels});
   std::vector<int64_t> input_lengths, targets, target_lengths;
@@ -70,6 +71,12 @@ HostBatch assemble(const std::vector<Tensor>& item_features,
 }
 
 }  // namespace
+
+int64_t padded_time(int64_t frames, int64_t multiple) {
+  SONATA_CHECK(multiple >= 1, "speech batches: the time multiple must be at least 1, got ",
+               multiple);
+  return (frames + multiple - 1) / multiple * multiple;
+}
 
 std::vector<float> decode_clip(const std::string& path, int64_t sample_rate) {
   Audio decoded = decode_audio(path);
@@ -178,8 +185,11 @@ std::vector<int64_t> input_frames(const SpeechSplit& split, const FeatureExtract
   return lengths;
 }
 
-SpeechBatcher::SpeechBatcher(const FeatureExtractor& extractor, SpeechAugment augment)
-    : extractor_(extractor), augment_(augment) {}
+SpeechBatcher::SpeechBatcher(const FeatureExtractor& extractor, SpeechAugment augment,
+                             int64_t time_multiple)
+    : extractor_(extractor), augment_(augment), time_multiple_(time_multiple) {
+  (void)padded_time(0, time_multiple);  // checks it
+}
 
 double SpeechBatcher::speed_factor(const SpeechSplit& split, bool training, int64_t epoch,
                                    int64_t item) const {
@@ -206,14 +216,14 @@ HostBatch SpeechBatcher::features(const SpeechSplit& split, const std::vector<in
   }
   const bool masked = training && augment_.spec_augment;
   HostBatch host = assemble(item_features, item_targets, extractor_.config(),
-                            masked ? &augment_.masks : nullptr, augment_.seed, keys);
+                            masked ? &augment_.masks : nullptr, augment_.seed, keys, time_multiple_);
   for (const int64_t item : items) host.sources.push_back(split.paths[size_t(item)]);
   return host;
 }
 
 HostBatch SpeechBatcher::pad(const std::vector<Tensor>& item_features,
                              const std::vector<std::vector<int64_t>>& item_targets) const {
-  return assemble(item_features, item_targets, extractor_.config(), nullptr, 0, {});
+  return assemble(item_features, item_targets, extractor_.config(), nullptr, 0, {}, time_multiple_);
 }
 
 HostBatch SpeechBatcher::waveforms(const SpeechSplit& split, const std::vector<int64_t>& items,
@@ -249,7 +259,8 @@ HostBatch SpeechBatcher::waveforms(const SpeechSplit& split, const std::vector<i
   }
   host.items = batch;
   host.padded_frames =
-      batch * (frames.empty() ? 0 : *std::max_element(frames.begin(), frames.end()));
+      batch * padded_time(frames.empty() ? 0 : *std::max_element(frames.begin(), frames.end()),
+                          time_multiple_);
   host.add(std::string(SpeechBatch::input), samples, /*staged=*/true);
   host.add(std::string(SpeechBatch::input_lengths), from_vector(frames, {batch}));
   host.add(std::string(SpeechBatch::targets), from_vector(targets, {int64_t(targets.size())}));
@@ -278,6 +289,12 @@ Tensor SpeechBatcher::step_features(const Tensor& samples, const HostBatch& batc
       std::copy_n(per_clip[n].data<float>(), per_clip[n].numel(),
                   features.data<float>() + int64_t(n) * longest * mels);
   }
+  // The time axis padded as the features path pads it (kSpeechTimeMultiple), with zeros.
+  const int64_t padded = padded_time(features.size(1), time_multiple_);
+  if (padded > features.size(1))
+    features = cat({features, zeros({features.size(0), padded - features.size(1), features.size(2)},
+                                    features.options())},
+                   1);
   features = features.unsqueeze(1);
   if (!augment_.spec_augment) return features;
   std::vector<uint64_t> keys;

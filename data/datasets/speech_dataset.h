@@ -76,13 +76,28 @@ struct SpeechAugment {
   uint64_t seed = 0;
 };
 
+// Speech batches pad their time axis past the longest item to a multiple of this many
+// frames (80 ms at DS2's 10 ms hop). Each new time length is a new convolution shape, for
+// which cuDNN runs a host-blocking cudnnFind: padded to the longest item alone, nearly every
+// batch had a shape of its own. tests/data/test_speech_time_padding.cpp measures an epoch:
+// the speech demo goes from 119 shapes to 29 (58 plans, within the 64-plan cache) and from
+// 0.8 % padding to 2.5 % (16 frames: 16 shapes, 4.5 %); LibriSpeech-like lengths from 577
+// shapes to 209, 0.8 % padding to 1.1 %.
+inline constexpr int64_t kSpeechTimeMultiple = 8;
+
+// `frames` rounded up to a multiple of `multiple` (at least 1).
+int64_t padded_time(int64_t frames, int64_t multiple);
+
 // Builds a split's batches. Thread-safe: the loader's workers call it concurrently. Keeps a
 // reference to `extractor`, which must outlive it.
 class SpeechBatcher {
  public:
-  SpeechBatcher(const FeatureExtractor& extractor, SpeechAugment augment);
+  // `time_multiple`: the batch's time axis is padded to a multiple of it (1: the longest item).
+  SpeechBatcher(const FeatureExtractor& extractor, SpeechAugment augment,
+                int64_t time_multiple = kSpeechTimeMultiple);
 
-  // Features zero-padded to the longest item; `training`: the augmentations asked for.
+  // Features zero-padded past the longest item (time_multiple); `training`: the augmentations
+  // asked for.
   // Staged: the input.
   HostBatch features(const SpeechSplit& split, const std::vector<int64_t>& items, int64_t epoch,
                      bool training) const;
@@ -92,8 +107,8 @@ class SpeechBatcher {
   HostBatch waveforms(const SpeechSplit& split, const std::vector<int64_t>& items,
                       int64_t epoch) const;
   // A waveform batch's features on the device of `samples` (its input, moved there),
-  // [N, 1, T, n_mels] (T: the most frames), zero past each clip's frames, masked when
-  // SpecAugment is on: the GPU log-mel on CUDA, the CPU's otherwise.
+  // [N, 1, T, n_mels] (T: the most frames, padded to time_multiple), zero past each clip's frames,
+  // masked when SpecAugment is on: the GPU log-mel on CUDA, the CPU's otherwise.
   Tensor step_features(const Tensor& samples, const HostBatch& batch) const;
 
   // Pads per-item features [frames, n_mels] into a features batch with these targets (none:
@@ -106,6 +121,7 @@ class SpeechBatcher {
 
   const FeatureExtractor& extractor_;
   SpeechAugment augment_;
+  int64_t time_multiple_;
 };
 
 }  // namespace sonata

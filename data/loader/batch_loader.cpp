@@ -4,7 +4,7 @@
 
 #include "base/error.h"
 #include "data/loader/device_stager.h"
-#include "engine/device_guard.h"
+#include "engine/device_thread.h"
 
 namespace sonata {
 
@@ -12,7 +12,9 @@ BatchLoader::BatchLoader(MakeBatch make, int64_t workers, int64_t prefetch, Devi
     : make_(std::move(make)), workers_(workers), prefetch_(prefetch), pin_for_(pin_for) {
   SONATA_CHECK(workers >= 1, "BatchLoader: workers must be at least 1, got ", workers);
   SONATA_CHECK(prefetch >= 1, "BatchLoader: prefetch must be at least 1, got ", prefetch);
-  for (int64_t w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
+  for (int64_t w = 0; w < workers; ++w)
+    threads_.push_back(
+        start_device_thread(pin_for_, [this](std::exception_ptr no_device) { work(no_device); }));
 }
 
 BatchLoader::~BatchLoader() {
@@ -41,16 +43,10 @@ void BatchLoader::start(std::vector<std::vector<int64_t>> batches, int64_t epoch
   changed_.notify_all();
 }
 
-void BatchLoader::work() {
-  // Selected once for the thread's life: building, pinning and dropping batches all run here.
-  // A failure reaches the consumer with every batch this worker takes.
-  std::exception_ptr no_device;
-  std::optional<CudaDeviceGuard> on_device;
-  try {
-    on_device.emplace(pin_for_);
-  } catch (...) {
-    no_device = std::current_exception();
-  }
+void BatchLoader::work(std::exception_ptr no_device) {
+  // The device is selected for the thread's life (start_device_thread): building, pinning
+  // and dropping batches all run here. A failure to select it reaches the consumer with
+  // every batch this worker takes.
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     // Build when there is a batch left and the window ahead of the consumer has room.

@@ -46,7 +46,7 @@ class BatchLoader {
     std::optional<HostBatch> batch;
     std::exception_ptr error;
   };
-  void work();
+  void work(std::exception_ptr no_device);
   void stop_workers();
 
   MakeBatch make_;

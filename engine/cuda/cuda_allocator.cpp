@@ -12,6 +12,7 @@
 #include "engine/allocator.h"
 #include "engine/cuda/stream.h"
 #include "engine/device_guard.h"
+#include "kernels/cuda/device_pool.h"
 
 namespace sonata {
 namespace {
@@ -23,18 +24,6 @@ struct DeviceCounters {
   std::atomic<int64_t> allocations{0};
 };
 std::array<DeviceCounters, kMaxDevices> g_counters;
-std::array<std::once_flag, kMaxDevices> g_pool_configured;
-
-// Keep freed memory in the pool instead of returning it to the driver at every sync, so the
-// step loop allocates from cache like PyTorch's caching allocator.
-void configure_pool(int device) {
-  std::call_once(g_pool_configured[device], [device] {
-    cudaMemPool_t pool;
-    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-    uint64_t threshold = UINT64_MAX;
-    CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-  });
-}
 
 // The record-stream rule's device calls, on the block's device.
 class CudaStreamOrdering final : public StreamOrdering {
@@ -71,9 +60,15 @@ class CudaStreamOrdering final : public StreamOrdering {
 
 CudaBlock cuda_allocate(size_t nbytes, int device) {
   SONATA_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index ", device, " out of range");
-  configure_pool(device);
-  CudaBlock block{nullptr, nbytes, device, current_stream(device)};
-  if (nbytes > 0) CUDA_CHECK(cudaMallocAsync(&block.data, nbytes, block.stream));
+  CudaBlock block{nullptr, nbytes, device, current_stream(device)};  // selects the device
+  // The pool keeps freed memory cached, so the step loop allocates from cache like
+  // PyTorch's caching allocator, up to a threshold that leaves the libraries and other
+  // processes room (kernels/common/pool_retry.h); out of memory trims it and retries once.
+  kernels::cuda::configure_device_pool(device);
+  if (nbytes > 0)
+    kernels::cuda::allocate_retrying("a tensor", nbytes, device, [&] {
+      return cudaMallocAsync(&block.data, nbytes, block.stream);
+    });
   DeviceCounters& c = g_counters[device];
   const int64_t now = c.allocated += int64_t(nbytes);
   int64_t peak = c.peak.load();

@@ -6,6 +6,7 @@
 
 #include "base/cuda_check.h"
 #include "base/cuda_status.h"
+#include "kernels/cuda/gemm.h"
 
 namespace sonata {
 namespace {
@@ -53,7 +54,11 @@ cudaStream_t current_stream(int device) {
   // One compute stream per device for the whole process, made on first use.
   static std::array<std::unique_ptr<Stream>, kMaxDevices> compute_streams;
   static std::array<std::once_flag, kMaxDevices> made;
-  std::call_once(made[device], [&] { compute_streams[device] = std::make_unique<Stream>(device); });
+  std::call_once(made[device], [&] {
+    compute_streams[device] = std::make_unique<Stream>(device);
+    // The library workspaces up front, before the memory pool has grown (#37 item 4).
+    kernels::cuda::reserve_gemm_workspace(device, compute_streams[device]->get());
+  });
   return compute_streams[device]->get();
 }
 

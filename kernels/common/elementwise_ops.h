@@ -47,7 +47,7 @@ SONATA_HD C unary_apply(UnaryOp op, C x, C a, C b) {
     case UnaryOp::abs:
       return x < C(0) ? -x : x;
     case UnaryOp::relu:
-      return x > C(0) ? x : C(0);
+      return x < C(0) ? C(0) : x;  // ReLU(NaN) = NaN, as PyTorch's: a NaN stays visible
     case UnaryOp::sigmoid:
       return C(1) / (C(1) + exp(-x));
     case UnaryOp::tanh:

@@ -102,7 +102,7 @@ void batch_norm_apply(DType dtype, const void* x, const void* mean, const void* 
 #pragma omp simd
           for (int64_t s = 0; s < spatial; ++s) {
             const T value = (src[s] - mu_t) * scale_t + shift_t;
-            dst[s] = value > T(0) ? value : T(0);
+            dst[s] = value < T(0) ? T(0) : value;  // keeps NaN, as PyTorch's ReLU
           }
         } else {
 #pragma omp simd

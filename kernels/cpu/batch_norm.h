@@ -25,8 +25,8 @@ void batch_norm_statistics(DType dtype, const void* x, int64_t batch, int64_t ch
                            int64_t spatial, double eps, double momentum, void* running_mean,
                            void* running_var, void* mean, void* invstd, void* workspace);
 
-// y = (x - mean) * invstd * weight + bias, then max(y, 0) when `relu`. weight and bias may be
-// null (1 and 0).
+// y = (x - mean) * invstd * weight + bias, then ReLU when `relu` (NaN stays NaN). weight and bias
+// may be null (1 and 0).
 void batch_norm_apply(DType dtype, const void* x, const void* mean, const void* invstd,
                       const void* weight, const void* bias, int64_t batch, int64_t channels,
                       int64_t spatial, bool relu, void* y);

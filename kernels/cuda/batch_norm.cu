@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kReduceThreads)
   for (int64_t c = blockIdx.y; c < channels; c += gridDim.y) {
     Welford<A> state{};
     for_block_packs<V>(batch, channels, spatial, splits, c, [&](int64_t at) {
-      const Pack<T, V> pack = load_pack<V>(x, at);
+      const Pack<T, V> pack = load_pack_readonly<V>(x, at);  // writes only `partial`
       // Two-pass statistics of the pack in registers, then one merge (one division).
       A sum = A(0);
 #pragma unroll
@@ -276,7 +276,9 @@ __global__ void __launch_bounds__(kBlockSize)
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       const A value = (A(load(in.v[k])) - mu) * scale + shift;
-      out.v[k] = store<T>(relu && !(value > A(0)) ? A(0) : value);
+      // value < 0, not !(value > 0): ReLU(NaN) is NaN, as PyTorch's, so a NaN reaches the loss
+      // scaler and the bad-step check instead of being hidden as 0.
+      out.v[k] = store<T>(relu && value < A(0) ? A(0) : value);
     }
     store_pack<V>(y, q, out);
   }
@@ -325,9 +327,10 @@ __global__ void __launch_bounds__(kReduceThreads)
     const A mu = mean[c];
     GradSums<A> sums{};
     for_block_packs<V>(batch, channels, spatial, splits, c, [&](int64_t at) {
-      const Pack<T, V> gy = load_pack<V>(grad_y, at), in = load_pack<V>(x, at);
+      // This kernel writes only `partial`: the read-only path is allowed.
+      const Pack<T, V> gy = load_pack_readonly<V>(grad_y, at), in = load_pack_readonly<V>(x, at);
       Pack<T, V> relu_y{};
-      if (relu_output) relu_y = load_pack<V>(relu_output, at);
+      if (relu_output) relu_y = load_pack_readonly<V>(relu_output, at);
 #pragma unroll
       for (int k = 0; k < V; ++k) {
         const bool masked = relu_output && !(A(load(relu_y.v[k])) > A(0));

@@ -26,8 +26,8 @@ void batch_norm_statistics(DType dtype, const void* x, int64_t batch, int64_t ch
                            void* running_var, void* mean, void* invstd, void* workspace,
                            cudaStream_t stream);
 
-// y = (x - mean) * invstd * weight + bias, then max(y, 0) when `relu`; weight, bias may be
-// null.
+// y = (x - mean) * invstd * weight + bias, then ReLU when `relu` (NaN stays NaN); weight, bias may
+// be null.
 void batch_norm_apply(DType dtype, const void* x, const void* mean, const void* invstd,
                       const void* weight, const void* bias, int64_t batch, int64_t channels,
                       int64_t spatial, bool relu, void* y, cudaStream_t stream);

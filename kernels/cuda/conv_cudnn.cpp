@@ -5,9 +5,15 @@
 // (device, dtype, shape, TF32 mode, determinism) is seen, cudnnFind*AlgorithmEx times every
 // algorithm on scratch tensors of the pass's shapes (stream-ordered, from the same memory
 // pool as the engine's tensors) and the fastest allowed one within the 256 MiB workspace
-// cap is kept. Finding blocks the host once per shape; DS2 buckets its lengths, so few
-// shapes occur. set_conv_algorithm_search(heuristic) uses cuDNN's heuristics instead (no
-// timing runs), and is also the fallback when the scratch cannot be allocated.
+// cap is kept. Finding blocks the host once per shape, and a layer whose input length varies
+// meets many shapes (DS2: a time length per batch; its batches pad time to a multiple of 8
+// frames, which leaves about 30 per epoch on the demo but about 200 on LibriSpeech-like
+// lengths). So each layer (the convolution without its batch and spatial
+// sizes) measures at most kConvFindsPerLayer shapes per pass (kernels/common/
+// conv_find_budget.h); its further shapes take cuDNN's heuristics
+// (cudnnGetConvolution*Algorithm_v7), which run no kernels and never block the host.
+// set_conv_algorithm_search(heuristic) uses the heuristics throughout, and they are also the
+// fallback when the scratch cannot be allocated.
 //
 // Plans (descriptors and the chosen algorithms) live in a bounded LRU cache (64 by default,
 // set_conv_plan_cache_capacity): DS2 sees a new time length per bucket, and an unbounded
@@ -43,6 +49,7 @@
 #include "base/cuda_check.h"
 #include "base/cudnn_check.h"
 #include "base/lru_cache.h"
+#include "kernels/common/conv_find_budget.h"
 #include "kernels/cuda/stream_scratch.h"
 #endif
 
@@ -111,6 +118,12 @@ cudnnMathType_t math_for(const DnnTypes& types, cudnnMathType_t candidate) {
 
 std::atomic<ConvAlgorithmSearch> algorithm_search{ConvAlgorithmSearch::measured};
 
+// Never destroyed, like the plan cache: a measurement once spent stays spent.
+ConvFindBudget& find_budget() {
+  static ConvFindBudget* budget = new ConvFindBudget;
+  return *budget;
+}
+
 struct Choice {
   bool chosen = false;
   int algo = 0;
@@ -139,6 +152,7 @@ struct ConvPlan {
   cudnnFilterDescriptor_t w = nullptr;
   std::array<cudnnConvolutionDescriptor_t, 3> conv{};
   std::array<Choice, 3> choice{};
+  std::array<ConvLayerKey, 3> layer{};  // per pass, for the cudnnFind budget
 };
 
 int as_int(int64_t value, const char* what) {
@@ -227,6 +241,9 @@ std::shared_ptr<ConvPlan> plan_for(int device, DType dtype, const Conv2dShape& s
   const std::lock_guard<std::mutex> lock(cache.mutex);
   if (std::shared_ptr<ConvPlan>* found = cache.plans.find(key)) return *found;
   std::shared_ptr<ConvPlan> plan = make_plan(dtype, s);
+  for (int pass = 0; pass < 3; ++pass)
+    plan->layer[size_t(pass)] = conv_layer_key(device, int64_t(dtype), pass, tf32_allowed_in_conv(),
+                                               deterministic_algorithms(), s);
   evicted = cache.plans.insert(key, plan);
   return plan;
 }
@@ -323,7 +340,8 @@ Choice choose(ConvPlan& plan, ConvPass pass, cudaStream_t stream, Heuristics heu
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv[size_t(pass)], plan.types.math));
   std::array<Perf, kCount> perf{};
   int returned = 0;
-  if (algorithm_search == ConvAlgorithmSearch::measured) {
+  if (algorithm_search == ConvAlgorithmSearch::measured &&
+      find_budget().take(plan.layer[size_t(pass)])) {
     const FindScratch scratch(plan, search_workspace<Perf, kCount>(workspace), stream);
     if (scratch.ok()) {
       CUDNN_CHECK(find(perf.data(), int(kCount), &returned, scratch));

@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "base/math_mode.h"
 #include "base/nvtx.h"
+#include "kernels/cuda/device_pool.h"
 
 namespace sonata::kernels::cuda {
 namespace {
@@ -44,14 +45,24 @@ DeviceBlas& device_blas(int device) {
   return per_device[size_t(device)];
 }
 
-// Called with blas.mutex held.
-void bind(DeviceBlas& blas, cudaStream_t stream) {
+// The handle and the stream's workspace, made on first use (reserve_gemm_workspace makes
+// them up front). Plain cudaMalloc, outside the pool: a workspace lives as long as the
+// process; out of memory trims the pool and retries once. Called with blas.mutex held.
+void*& ensure_workspace(DeviceBlas& blas, int device, cudaStream_t stream) {
   if (!blas.handle) CUBLAS_CHECK(cublasCreate(&blas.handle));
+  void*& workspace = blas.workspaces[stream];
+  if (!workspace)
+    allocate_retrying("the cuBLAS workspace", kWorkspaceBytes, device,
+                      [&] { return cudaMalloc(&workspace, kWorkspaceBytes); });
+  return workspace;
+}
+
+// Called with blas.mutex held.
+void bind(DeviceBlas& blas, int device, cudaStream_t stream) {
+  void* workspace = ensure_workspace(blas, device, stream);
   // cublasSetStream resets the workspace to cuBLAS's default pool, so the stream's own
   // workspace is set after it, on every call.
   CUBLAS_CHECK(cublasSetStream(blas.handle, stream));
-  void*& workspace = blas.workspaces[stream];
-  if (!workspace) CUDA_CHECK(cudaMalloc(&workspace, kWorkspaceBytes));
   CUBLAS_CHECK(cublasSetWorkspace(blas.handle, workspace, kWorkspaceBytes));
 }
 
@@ -116,12 +127,18 @@ void gemm(DType dtype, const GemmShape& shape, double alpha, const void* a, cons
   CUDA_CHECK(cudaGetDevice(&device));
   DeviceBlas& blas = device_blas(device);
   const std::lock_guard<std::mutex> lock(blas.mutex);
-  bind(blas, stream);
+  bind(blas, device, stream);
   CUBLAS_CHECK(cublasSetMathMode(blas.handle, types.math));
   CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
       blas.handle, op_first, op_second, shape.n, shape.m, shape.k, alpha_p, b, types.data, ld_first,
       shape.stride_b, a, types.data, ld_second, shape.stride_a, beta_p, c, types.data, shape.ldc,
       shape.stride_c, shape.batch, types.compute, CUBLAS_GEMM_DEFAULT));
+}
+
+void reserve_gemm_workspace(int device, cudaStream_t stream) {
+  DeviceBlas& blas = device_blas(device);
+  const std::lock_guard<std::mutex> lock(blas.mutex);
+  ensure_workspace(blas, device, stream);
 }
 
 }  // namespace sonata::kernels::cuda

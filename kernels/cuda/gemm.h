@@ -14,4 +14,9 @@ namespace sonata::kernels::cuda {
 void gemm(DType dtype, const GemmShape& shape, double alpha, const void* a, const void* b,
           double beta, void* c, cudaStream_t stream);
 
+// Makes the device's cuBLAS handle and `stream`'s workspace now (the calling thread's current
+// device must be `device`), before the memory pool has grown: with plain cudaMalloc, the
+// workspace cannot come from memory the pool keeps cached.
+void reserve_gemm_workspace(int device, cudaStream_t stream);
+
 }  // namespace sonata::kernels::cuda

@@ -225,7 +225,7 @@ template <typename... Ts>
 inline constexpr int kPackWidth = int(16 / std::max({sizeof(Ts)...}));
 
 // The unsigned type of a pack's size: packs move through these so that nvcc emits one
-// vector access (ld.global.nc.v4.u32 for 16 bytes) instead of N scalar ones.
+// vector access (ld.global.v4.u32 for 16 bytes) instead of N scalar ones.
 template <size_t kBytes>
 struct RawOf;
 template <>
@@ -249,10 +249,24 @@ struct RawOf<16> {
   using type = uint4;
 };
 
-// Pack number `index` from an aligned array. Read-only path (__ldg): the data was written by
-// an earlier launch, or is read by the same thread that then overwrites it (in-place ops).
+// Pack number `index` from an aligned array, a plain (coherent) load: the array may be the
+// kernel's own output (in-place maps, softmax, batch norm, dropout).
 template <int N, typename T>
 __device__ __forceinline__ Pack<T, N> load_pack(const T* base, int64_t index) {
+  using Raw = typename RawOf<sizeof(Pack<T, N>)>::type;
+  const Raw raw = reinterpret_cast<const Raw*>(base)[index];
+  Pack<T, N> pack;
+  memcpy(&pack, &raw, sizeof(raw));
+  return pack;
+}
+
+// The same through the read-only data cache (__ldg, ld.global.nc), which the CUDA
+// Programming Guide and the PTX ISA allow only for data that is read-only for the whole
+// kernel: only for arrays the kernel never writes through any pointer (the batch-norm
+// reductions' inputs, whose outputs are separate buffers), never where input and output
+// may alias.
+template <int N, typename T>
+__device__ __forceinline__ Pack<T, N> load_pack_readonly(const T* base, int64_t index) {
   using Raw = typename RawOf<sizeof(Pack<T, N>)>::type;
   const Raw raw = __ldg(reinterpret_cast<const Raw*>(base) + index);
   Pack<T, N> pack;

@@ -21,6 +21,7 @@
 #include "base/error.h"
 #include "base/lru_cache.h"
 #include "base/nvtx.h"
+#include "kernels/cuda/device_pool.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -57,11 +58,16 @@ using PlanKey = std::tuple<int, cudaStream_t, int64_t, int64_t>;
 struct CachedPlan {
   cufftHandle handle = 0;
   cudaEvent_t last_use = nullptr;  // recorded on the plan's stream after its executions
+  // The plan's work area, from the stream-ordered pool on the plan's stream (auto-allocation
+  // off): cufftDestroy would otherwise cudaFree it, and cudaFree synchronises the whole
+  // device, NCCL's kernels included. Freed with cudaFreeAsync instead.
+  void* work_area = nullptr;
+  cudaStream_t stream = nullptr;
 };
 
 // Bounded (set_fft_plan_cache_capacity); an evicted plan may still have executions queued,
-// and cufftDestroy frees the workspace they use, so it is destroyed only once its last_use
-// event has completed. Nobody waits for that: each log_mel call destroys what is ready.
+// which use its work area, so it is destroyed only once its last_use event has completed.
+// Nobody waits for that: each log_mel call destroys what is ready.
 struct PlanCache {
   // Held from lookup through the executions: cufftSetStream and cufftExec on one plan must
   // not interleave with another thread's.
@@ -87,7 +93,10 @@ void retire(PlanCache& cache, const PlanKey& key, const CachedPlan& plan) {
                       int current = 0;
                       if (!CUDA_RELEASE(cudaGetDevice(&current))) return;
                       if (!CUDA_RELEASE(cudaSetDevice(device))) return;
-                      (void)cufftDestroy(plan.handle);
+                      // The plan's stream outlives it: plans are keyed by stream, and the
+                      // engine's streams live as long as the process.
+                      (void)cufftDestroy(plan.handle);  // frees no device memory of ours
+                      if (plan.work_area) CUDA_RELEASE(cudaFreeAsync(plan.work_area, plan.stream));
                       CUDA_RELEASE(cudaEventDestroy(plan.last_use));
                       CUDA_RELEASE(cudaSetDevice(current));
                     });
@@ -103,11 +112,30 @@ CachedPlan plan_for(PlanCache& cache, int device, cudaStream_t stream, int64_t n
   int inembed[1] = {int(n_fft)};
   int onembed[1] = {int(n_fft / 2 + 1)};
   CachedPlan plan;
-  CUFFT_CHECK(cufftPlanMany(&plan.handle, 1, n, inembed, 1, int(n_fft), onembed, 1,
-                            int(n_fft / 2 + 1), CUFFT_R2C, int(rows)));
-  const cudaError_t created = cudaEventCreateWithFlags(&plan.last_use, cudaEventDisableTiming);
-  if (created != cudaSuccess) (void)cufftDestroy(plan.handle);
-  CUDA_CHECK(created);
+  plan.stream = stream;
+  CUFFT_CHECK(cufftCreate(&plan.handle));
+  // Whatever fails below destroys what was made so far.
+  struct Undo {
+    CachedPlan& plan;
+    bool armed = true;
+    ~Undo() {
+      if (!armed) return;
+      (void)cufftDestroy(plan.handle);
+      if (plan.work_area) CUDA_RELEASE(cudaFreeAsync(plan.work_area, plan.stream));
+    }
+  } undo{plan};
+  CUFFT_CHECK(cufftSetAutoAllocation(plan.handle, 0));
+  size_t planned = 0, work_bytes = 0;
+  CUFFT_CHECK(cufftMakePlanMany(plan.handle, 1, n, inembed, 1, int(n_fft), onembed, 1,
+                                int(n_fft / 2 + 1), CUFFT_R2C, int(rows), &planned));
+  CUFFT_CHECK(cufftGetSize(plan.handle, &work_bytes));
+  if (work_bytes > 0) {
+    allocate_retrying("a cuFFT work area", work_bytes, device,
+                      [&] { return cudaMallocAsync(&plan.work_area, work_bytes, stream); });
+    CUFFT_CHECK(cufftSetWorkArea(plan.handle, plan.work_area));
+  }
+  CUDA_CHECK(cudaEventCreateWithFlags(&plan.last_use, cudaEventDisableTiming));
+  undo.armed = false;
   for (const auto& [old_key, old_plan] : cache.plans.insert(key, plan))
     retire(cache, old_key, old_plan);
   return plan;

@@ -4,11 +4,16 @@
 
 #include "base/cuda_check.h"
 #include "base/cuda_status.h"
+#include "kernels/cuda/device_pool.h"
 
 namespace sonata::kernels::cuda {
 
 StreamScratch::StreamScratch(size_t bytes, cudaStream_t stream) : stream_(stream) {
-  if (bytes > 0) CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream));
+  if (bytes == 0) return;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  allocate_retrying("kernel scratch memory", bytes, device,
+                    [&] { return cudaMallocAsync(&data_, bytes, stream); });
 }
 
 StreamScratch StreamScratch::try_allocate(size_t bytes, cudaStream_t stream) {

@@ -4,6 +4,7 @@
 // ("synchronize"). stream_ordered() can be set, so code that takes the NCCL path (issue a
 // chain without host waits) can be checked on the CPU; the inner group must then complete
 // each operation at once (the single group does).
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,10 @@ namespace sonata::testing {
 class RecordingGroup final : public ProcessGroup {
  public:
   explicit RecordingGroup(std::shared_ptr<ProcessGroup> inner, bool stream_ordered = false);
+  // Logs into `log` too, each entry prefixed with `prefix`: two groups sharing one log show
+  // how their operations interleave.
+  RecordingGroup(std::shared_ptr<ProcessGroup> inner, std::shared_ptr<std::vector<std::string>> log,
+                 std::string prefix, bool stream_ordered = false);
 
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
@@ -22,6 +27,7 @@ class RecordingGroup final : public ProcessGroup {
   std::string backend() const override { return inner_->backend(); }
   Device device() const override { return inner_->device(); }
   bool stream_ordered() const override { return stream_ordered_; }
+  void on_communication_stream(const std::function<void()>& body) override;
 
   std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op) override;
   std::shared_ptr<Work> broadcast(Tensor& tensor, int root) override;
@@ -36,16 +42,25 @@ class RecordingGroup final : public ProcessGroup {
   // What happened, in order; a split group logs into its parent's log too, prefixed "split:".
   std::vector<std::string>& log() { return *log_; }
   int64_t count(const std::string& entry) const;
+  // Work::wait() calls made outside on_communication_stream: on NCCL each makes the caller's
+  // stream wait for the operation (a split group counts into its parent's).
+  int64_t caller_stream_waits() const { return state_->caller_waits; }
 
  private:
+  struct State {
+    int depth = 0;  // nesting of on_communication_stream
+    int64_t caller_waits = 0;
+  };
   RecordingGroup(std::shared_ptr<ProcessGroup> inner, bool stream_ordered,
-                 std::shared_ptr<std::vector<std::string>> log, std::string prefix);
+                 std::shared_ptr<std::vector<std::string>> log, std::string prefix,
+                 std::shared_ptr<State> state);
   std::shared_ptr<Work> record(const char* what, std::shared_ptr<Work> work);
 
   std::shared_ptr<ProcessGroup> inner_;
   bool stream_ordered_;
   std::shared_ptr<std::vector<std::string>> log_;
   std::string prefix_;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace sonata::testing

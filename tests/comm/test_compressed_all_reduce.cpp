@@ -164,15 +164,20 @@ TEST_CASE("on a stream-ordered group both phases are issued at once on one commu
     Tensor t = values_of({1.0 / 3.0, 300.5, -2.25}, DType::f32);
     auto work = all_reduce_compressed(exchange, gather, t, DType::bf16, ReduceOp::avg);
     if (stream_ordered) {
-      // Both phases queued in call order on the exchange group, before anyone waits.
+      // Both phases queued in call order on the exchange group, before anyone waits, and
+      // the caller's stream (running backward) is not made to wait for the exchange: the
+      // sum between the phases runs on the communication stream.
       CHECK(exchange.log() == std::vector<std::string>{"all_to_all", "all_gather"});
       CHECK(gather.log().empty());
+      CHECK(exchange.caller_stream_waits() == 0);
     } else {
       // The host needs the exchange's result: the all-gather waits for a poll or a wait.
       CHECK(exchange.log() == std::vector<std::string>{"all_to_all"});
     }
     work->wait();
     CHECK(work->completed());
+    // Only the end orders the caller's stream (NCCL): one wait, for the all-gather.
+    if (stream_ordered) CHECK(exchange.caller_stream_waits() == 1);
     // One rank: the average is the tensor itself, rounded once to the wire dtype.
     CHECK(t.to_vector<double>() ==
           std::vector<double>{rounded(1.0 / 3.0, DType::bf16), rounded(300.5, DType::bf16), -2.25});

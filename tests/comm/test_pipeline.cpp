@@ -6,9 +6,10 @@
 //
 // Pipelines use S = world size stages (np2, np3); hybrid 2 x 2 runs under np4. World 1 runs
 // the stage-group of one (S = 1), the trivial pipeline.
+#include <unistd.h>
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
+#include <algorithm>
 
 #include <cmath>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "comm/pipeline/pipeline.h"
 #include "comm/pipeline/stage_state.h"
 #include "comm/reducer.h"
+#include "comm/single_group.h"
 #include "engine/io/safetensors.h"
 #include "engine/nn/state_dict.h"
 #include "engine/ops.h"
@@ -31,6 +33,7 @@
 #include "models/ds2.h"
 #include "models/vgg.h"
 #include "tests/comm/comm_group.h"
+#include "tests/comm/recording_group.h"
 
 using namespace sonata;
 using sonata::testing::comm_group;
@@ -81,7 +84,8 @@ Family vgg_family() {
     const Tensor x = randn({rows, 1, 32, 32}, TensorOptions{}.with(DType::f64));
     std::vector<int64_t> labels;
     for (int64_t n = 0; n < rows; ++n) labels.push_back((n * 3 + step) % 4);
-    return std::make_pair(LayerValue{x, Tensor()}, std::vector<Tensor>{from_vector(labels, {rows})});
+    return std::make_pair(LayerValue{x, Tensor()},
+                          std::vector<Tensor>{from_vector(labels, {rows})});
   };
   f.loss = [](const LayerValue& out, const std::vector<Tensor>& targets) {
     return cross_entropy(out.x, targets[0]);
@@ -289,6 +293,46 @@ TEST_CASE("hybrid data x pipeline (2 x 2) equals one process on the replicas' wh
       }
       // Parameters only: each replica's BatchNorm statistics follow its own shard.
       check_state_equal(run.pipeline->stage().state_dict(), *reference, false);
+    }
+  }
+}
+
+TEST_CASE("hybrid: the reducer's all-reduces never overlap pipeline messages in flight",
+          "[comm][pipeline][hybrid]") {
+  // NCCL's user guide: operations on two communicators in flight at once can deadlock unless
+  // every rank issues them in one order. The stage group (the world) and the replica group
+  // (here a single rank) share one log: every pipeline message posted before the first
+  // all-reduce has been waited for by then, and none is posted until the last one.
+  const auto log = std::make_shared<std::vector<std::string>>();
+  const auto stages =
+      std::make_shared<sonata::testing::RecordingGroup>(world_copy(), log, "stage:");
+  const int S = stages->world_size();
+  if (S > 4) return;
+  const auto replicas = std::make_shared<sonata::testing::RecordingGroup>(
+      std::make_shared<SingleGroup>(), log, "replica:");
+  constexpr int M = 3;
+  constexpr int64_t b = 2;
+  const Family f = ds2_family();
+  for (const PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
+    INFO(schedule_name(schedule) << " over " << S << " stages");
+    PipelineRun run = make_run(f, stages, schedule, M);
+    Reducer reducer(run.pipeline->stage().named_parameters(), replicas);
+    for (int step = 0; step < 2; ++step) {
+      log->clear();
+      const auto [input, targets] = f.batch(step, M * b);
+      run.pipeline->step(input, targets, &reducer);
+      const auto is_reduce = [](const std::string& e) { return e == "replica:all_reduce"; };
+      const auto first = std::find_if(log->begin(), log->end(), is_reduce);
+      const auto last = std::find_if(log->rbegin(), log->rend(), is_reduce).base();
+      REQUIRE(first != log->end());
+      int64_t posted = 0, waited = 0;
+      for (auto e = log->begin(); e != first; ++e) {
+        if (*e == "stage:send" || *e == "stage:recv") ++posted;
+        if (*e == "stage:synchronize") ++waited;
+      }
+      CHECK(posted == waited);
+      for (auto e = first; e != last; ++e) CHECK(e->rfind("stage:", 0) != 0);
+      run.optimizer->step();
     }
   }
 }

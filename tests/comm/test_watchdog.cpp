@@ -6,10 +6,14 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "comm/heartbeat_monitor.h"
 #include "comm/watchdog.h"
+#include "engine/device_guard.h"
 
 using namespace sonata;
 
@@ -93,4 +97,98 @@ TEST_CASE("the watchdog's own thread notices an overdue operation", "[comm][watc
   });
   watchdog.watch({[] { return false; }, nullptr, "barrier", 1e-9, nullptr});
   CHECK(reported.get_future().get() == "barrier did not complete within 1e-09 s (--comm-timeout)");
+}
+
+namespace {
+
+// Records which device the watchdog's thread selects (no GPU needed).
+std::mutex g_selected_mutex;
+std::vector<std::pair<std::thread::id, int>> g_selected;
+void record_selection(int index) {
+  const std::lock_guard<std::mutex> lock(g_selected_mutex);
+  g_selected.emplace_back(std::this_thread::get_id(), index);
+}
+
+}  // namespace
+
+TEST_CASE("the watchdog's thread polls on the communicator's device", "[comm][watchdog]") {
+  // Its polls (cudaEventQuery) and the events it drops belong to the communicator's device;
+  // a thread that never selected one opens a context on GPU 0 at its first CUDA call.
+  g_selected.clear();
+  const SelectCudaDevice previous = replace_select_cuda_device(record_selection);
+  std::promise<std::pair<std::thread::id, int>> polled;
+  std::atomic<bool> once{false};
+  {
+    Watchdog::Options options;
+    options.device = Device::cuda(3);
+    Watchdog watchdog([](const std::string&) {}, options);
+    watchdog.watch({[&] {
+                      if (!once.exchange(true))
+                        polled.set_value({std::this_thread::get_id(), current_cuda_device()});
+                      return true;
+                    },
+                    nullptr, "all_reduce", 600, nullptr});
+    const auto [thread, device] = polled.get_future().get();
+    CHECK(thread != std::this_thread::get_id());
+    CHECK(device == 3);
+  }
+  replace_select_cuda_device(previous);
+  const std::lock_guard<std::mutex> lock(g_selected_mutex);
+  REQUIRE(g_selected.size() == 1);
+  CHECK(g_selected[0].second == 3);
+  CHECK(g_selected[0].first != std::this_thread::get_id());
+}
+
+TEST_CASE("the heartbeat monitor ends the process when the watched thread stops beating",
+          "[comm][watchdog]") {
+  ManualClock clock;
+  std::vector<std::string> aborted;
+  HeartbeatMonitor monitor(
+      30, "the communication watchdog",
+      [&](const std::string& message) { aborted.push_back(message); }, clock);
+  for (int pass = 0; pass < 10; ++pass) {  // beating: never, however long the run
+    clock.advance(20);
+    monitor.beat();
+    CHECK_FALSE(monitor.check());
+  }
+  clock.advance(29);
+  CHECK_FALSE(monitor.check());  // not beating, but not for 30 s yet
+  clock.advance(2);
+  CHECK(monitor.check());
+  REQUIRE(aborted.size() == 1);
+  CHECK(aborted[0].rfind("the communication watchdog has not completed a pass for 30 s", 0) == 0);
+  clock.advance(100);
+  CHECK_FALSE(monitor.check());  // once
+  CHECK(aborted.size() == 1);
+}
+
+TEST_CASE("a watchdog stuck in a poll neither blocks watch() nor escapes the heartbeat monitor",
+          "[comm][watchdog]") {
+  // A poll that blocks, as cudaEventQuery can inside a driver held by a hung collective.
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> first{true};
+  std::promise<std::string> aborted;
+  std::atomic<bool> once{false};
+  Watchdog::Options options;
+  options.heartbeat_timeout_s = 0.01;
+  options.heartbeat_abort = [&](const std::string& message) {
+    if (!once.exchange(true)) aborted.set_value(message);
+  };
+  Watchdog watchdog([](const std::string&) {}, options);
+  watchdog.watch({[&] {
+                    if (first.exchange(false)) {
+                      entered.set_value();
+                      released.wait();
+                    }
+                    return false;
+                  },
+                  nullptr, "all_reduce", 600, nullptr});
+  entered.get_future().wait();
+  // The poll holds no lock: another operation can be watched meanwhile (this hung before).
+  watchdog.watch({[] { return true; }, nullptr, "broadcast", 600, nullptr});
+  // The monitor, which makes no CUDA call, notices the watchdog stopped beating.
+  const std::string message = aborted.get_future().get();
+  CHECK(message.find("the communication watchdog has not completed a pass") == 0);
+  release.set_value();
 }

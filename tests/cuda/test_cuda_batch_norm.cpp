@@ -4,6 +4,10 @@
 // columns ([rows, channels]: BatchNorm1d and channels-last).
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
+#include <vector>
+
 #include "engine/ops.h"
 #include "engine/ops/batch_norm.h"
 #include "engine/ops/memory_format.h"
@@ -105,5 +109,48 @@ TEST_CASE("batch_norm on channels-last input matches the CPU", "[cuda][batch_nor
           },
           {x, w, b, rm, rv});
     }
+  }
+}
+
+TEST_CASE("cuda batch_norm + ReLU keeps NaN like the CPU", "[cuda][batch_norm]") {
+  // ReLU(NaN) = NaN (PyTorch): a NaN must reach the loss. Evaluation mode, so the NaN does
+  // not spread through its channel's mean; one NaN in the first and one in the last plane.
+  // The parity check alone would pass if both sides turned NaN into 0: the NaN is checked
+  // on the CUDA output itself too.
+  uint64_t seed = 3000;
+  for (const BatchNormCase& test : batch_norm_cases()) {
+    const Shape& shape = test.x;
+    const int64_t c = shape[1];
+    std::vector<double> values =
+        parity_input(shape, ++seed, -1, 3, false).to(DType::f64).to_vector<double>();
+    const size_t first = 0, last = values.size() - 1;
+    values[first] = values[last] = std::numeric_limits<double>::quiet_NaN();
+    const Tensor x = from_vector(values, shape, TensorOptions{}.with(DType::f64)).to(DType::f32);
+    const Tensor w = parity_input({c}, ++seed, 0.5, 1.5, false),
+                 b = parity_input({c}, ++seed, -1, 1, false);
+    const Tensor rm = parity_input({c}, ++seed, -0.5, 0.5, false);
+    const Tensor rv = parity_input({c}, ++seed, 0.5, 2, false);
+    const BatchNormOptions options{false, 0.1, 1e-5};
+    INFO("shape " << shape_str(shape));
+    for (DType dtype : kParityDTypes) {
+      INFO("dtype " << dtype_name(dtype));
+      const auto on_cuda = [&](const Tensor& t, DType type) {
+        return t.to(type).to(Device::cuda());
+      };
+      const Tensor y =
+          batch_norm_relu(on_cuda(x, dtype), on_cuda(w, DType::f32), on_cuda(b, DType::f32),
+                          on_cuda(rm, DType::f32), on_cuda(rv, DType::f32), options)
+              .to(DType::f64)
+              .to(Device::cpu())
+              .contiguous();
+      const std::vector<double> out = y.to_vector<double>();
+      CHECK(std::isnan(out[first]));
+      CHECK(std::isnan(out[last]));
+    }
+    require_parity(
+        [&](const std::vector<Tensor>& in) {
+          return batch_norm_relu(in[0], in[1], in[2], in[3], in[4], options).to(DType::f32);
+        },
+        {x, w, b, rm, rv}, /*backward=*/false);
   }
 }

@@ -68,3 +68,18 @@ TEST_CASE("conv2d on channels-last input matches the CPU", "[cuda][conv][layout]
         inputs);
   }
 }
+
+TEST_CASE("a conv layer past its cudnnFind budget still matches the CPU", "[cuda][conv]") {
+  // DS2's second convolution shape (11x21, stride 2 in time) over more time lengths than
+  // kConvFindsPerLayer: the first ones are measured, the rest take cuDNN's heuristics, and
+  // every one must be right.
+  Conv2dParams params;
+  params.stride = {2, 1};
+  params.padding = {5, 10};
+  uint64_t seed = 1900;
+  const Tensor weight = parity_input({4, 3, 11, 21}, ++seed, -0.25, 0.25);
+  for (int64_t t = 16; t <= 16 * 12; t += 16) {
+    INFO("time length " << t);
+    require_parity(conv_of(params), {parity_input({2, 3, t, 24}, ++seed), weight});
+  }
+}

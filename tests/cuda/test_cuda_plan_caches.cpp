@@ -5,8 +5,11 @@
 // has run. Also cuDNN's heuristic choice next to the measured default, and determinism.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <random>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "base/determinism.h"
@@ -21,6 +24,9 @@
 // The cache controls are CUDA kernels' own functions: without the CUDA backend the cases
 // below are empty (and the binary skips them all anyway).
 #if SONATA_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "engine/cuda/stream.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/mel.h"
 #endif
@@ -151,5 +157,58 @@ TEST_CASE(
   // Once the device has run everything, nothing evicted is left waiting.
   device_synchronize(Device::cuda());
   CHECK(kernels::cuda::fft_plan_cache_stats().retired == 0);
+#endif
+}
+
+#if SONATA_WITH_CUDA
+namespace {
+
+// Holds a stream inside a host function until released (or 30 s passed, which counts as
+// timed out): whatever synchronises the whole device waits for it meanwhile.
+struct StreamGate {
+  std::atomic<bool> released{false}, timed_out{false};
+  static void CUDART_CB hold(void* self) {
+    auto* gate = static_cast<StreamGate*>(self);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!gate->released.load()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        gate->timed_out = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+};
+
+}  // namespace
+#endif
+
+TEST_CASE("destroying an evicted cuFFT plan does not synchronise the device",
+          "[cuda][mel][cache]") {
+#if SONATA_WITH_CUDA
+  // cufftDestroy of a plan that allocated its own work area cudaFrees it, and cudaFree waits
+  // for every stream of the device (NCCL's kernels included). The work areas come from the
+  // stream-ordered pool instead: evicting and destroying plans while another stream is held
+  // must not wait for that stream.
+  const FftCacheBound bound(1);
+  FeatureConfig config;
+  config.hop_length = 160;
+  const FeatureExtractor extractor(config);
+  const Stream side(0);
+  StreamGate gate;
+  REQUIRE(cudaLaunchHostFunc(side.get(), StreamGate::hold, &gate) == cudaSuccess);
+  uint32_t seed = 4600;
+  for (int64_t length : {3000, 20000, 160000, 3000}) {
+    const std::vector<float> clip = noise(length, ++seed);
+    const std::vector<std::span<const float>> spans{clip};
+    (void)extractor.log_mel_on(Device::cuda(), spans);
+  }
+  // The compute stream's work is done, so every evicted plan is destroyed now, the side
+  // stream still held.
+  REQUIRE(cudaStreamSynchronize(current_stream(0)) == cudaSuccess);
+  CHECK(kernels::cuda::fft_plan_cache_stats().retired == 0);
+  gate.released = true;
+  REQUIRE(cudaStreamSynchronize(side.get()) == cudaSuccess);
+  CHECK_FALSE(gate.timed_out.load());
 #endif
 }

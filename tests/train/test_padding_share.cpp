@@ -42,6 +42,10 @@ std::vector<double> padding_shares(const TrainerOptions& options) {
 
 }  // namespace
 
+TEST_CASE("--pad-frames-to defaults to the batcher's time multiple", "[trainer]") {
+  CHECK(TrainerOptions{}.pad_frames_to == kSpeechTimeMultiple);
+}
+
 TEST_CASE("a speech batch counts its items' frames and the frames it computes", "[trainer]") {
   TemporaryFolder folder("padding_share_batch");
   TrainerOptions options =
@@ -55,7 +59,8 @@ TEST_CASE("a speech batch counts its items' frames and the frames it computes", 
     int64_t frames = 0;
     for (int64_t length : lengths) frames += length;
     CHECK(batch.frames == frames);
-    CHECK(batch.padded_frames == 4 * *std::max_element(lengths.begin(), lengths.end()));
+    CHECK(batch.padded_frames ==
+          4 * padded_time(*std::max_element(lengths.begin(), lengths.end()), kSpeechTimeMultiple));
     CHECK(batch.frames < batch.padded_frames);  // the letters clips differ in length
   }
 }
@@ -68,8 +73,9 @@ TEST_CASE("trainer: train records report the share of padded frames", "[trainer]
   options.log_every = 1;
   options.lr = 1e-2;
 
-  // One clip a batch: nothing is padding.
+  // One clip a batch, not padded to a multiple: nothing is padding.
   options.batch_size = 1;
+  options.pad_frames_to = 1;
   options.metrics = folder.file("single.jsonl");
   const std::vector<double> single = padding_shares(options);
   CHECK(single.size() == 8);
@@ -77,6 +83,7 @@ TEST_CASE("trainer: train records report the share of padded frames", "[trainer]
 
   // All eight clips in one batch, whatever their order: the share its own counts give.
   options.batch_size = 8;
+  options.pad_frames_to = kSpeechTimeMultiple;
   options.metrics = folder.file("all.jsonl");
   const std::vector<double> all = padding_shares(options);
   REQUIRE(all.size() == 1);

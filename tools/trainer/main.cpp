@@ -8,12 +8,14 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "base/determinism.h"
 #include "base/error.h"
 #include "base/math_mode.h"
 #include "comm/bootstrap.h"
+#include "engine/cuda_versions.h"
 #include "engine/device.h"
 #include "engine/random.h"
 #include "tools/trainer/class_task.h"
@@ -69,6 +71,11 @@ int main(int argc, char** argv) {
   int rank = 0;
   try {
     options.check();
+    // A driver too old for this build's runtime fails every CUDA call as if there were no
+    // GPU (--device auto would quietly train on the CPU): refused here, in one sentence.
+    const sonata::CudaVersions cuda = sonata::cuda_versions();
+    const std::string too_old = sonata::driver_too_old(cuda);
+    if (!too_old.empty() && options.device != "cpu") throw sonata::Error(too_old);
     // Under mpirun / srun: one process per device, data parallel; otherwise world size 1
     // and MPI untouched. CUDA ranks train on cuda:<local rank>.
     std::shared_ptr<sonata::ProcessGroup> group =
@@ -77,6 +84,8 @@ int main(int argc, char** argv) {
         group->world_size() > 1 ? group->device() : pick_device(options.device);
     rank = group->rank();
     const bool main_rank = rank == 0;
+    if (main_rank && cuda.runtime > 0)
+      std::printf("trainer: %s\n", sonata::describe_cuda_versions(cuda).c_str());
     SONATA_CHECK(options.precision == "fp32" || device.is_cuda(), "--precision ", options.precision,
                  " needs a GPU and none was found; use --precision fp32");
     sonata::manual_seed(options.seed);

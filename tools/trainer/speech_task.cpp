@@ -61,7 +61,7 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
     : options_(options),
       vocabulary_(std::move(vocabulary)),
       extractor_(options.features.config()),
-      batcher_(extractor_, speech_augment(options)),
+      batcher_(extractor_, speech_augment(options), options.pad_frames_to),
       compute_dtype_(compute_dtype(options.precision)) {
   const InputPolicy policy = input_policy(options);
   std::unique_ptr<FeatureCache> cache;

@@ -80,6 +80,11 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
                  "start, or from the audio on the device in each step")
       ->capture_default_str()
       ->group(data);
+  app.add_option("--pad-frames-to", o.pad_frames_to,
+                 "ASR: pad each batch's time axis to a multiple of this many frames (fewer "
+                 "convolution shapes, so fewer cudnnFind runs; 1: to the longest item)")
+      ->capture_default_str()
+      ->group(data);
   app.add_option("--bad-input", o.bad_input,
                  "stop | skip: an unreadable, corrupt or empty clip stops the run, or is skipped "
                  "and counted")
@@ -368,6 +373,7 @@ void TrainerOptions::check() const {
   SONATA_CHECK(max_bad_steps > 0, "--max-bad-steps must be positive");
   features.config();  // throws naming a bad feature flag
   SONATA_CHECK(feature_cache.empty() || is_asr(), "--feature-cache applies to --model ds2 only");
+  SONATA_CHECK(pad_frames_to >= 1, "--pad-frames-to must be at least 1, got ", pad_frames_to);
   SONATA_CHECK(one_of(features_on, {"load", "step"}), "--features-on must be load or step, got '",
                features_on, "'");
   SONATA_CHECK(features_on == "load" || feature_cache.empty(),

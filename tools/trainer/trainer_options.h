@@ -36,6 +36,7 @@ struct TrainerOptions {
   // training audio kept, featurised and masked on the device in each step). Classification:
   // step moves the image jitter to the device.
   std::string features_on = "load";
+  int64_t pad_frames_to = 8;  // ASR: batches' time axis, kSpeechTimeMultiple (speech_dataset.h)
   std::string bad_input = "stop";  // stop | skip (and count) on an unusable clip
   // Seconds; longer clips are left out and counted (0: no limit; kTaskMaxDuration: the task's
   // default, tools/trainer/bad_input.h).
