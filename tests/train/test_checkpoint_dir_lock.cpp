@@ -76,7 +76,7 @@ TEST_CASE("checkpoint folder lock: one holder, refused naming the folder and pid
 }
 
 #if SONATA_WITH_SNDFILE
-TEST_CASE("trainer: a second run on a --checkpoint-dir in use is refused; kill -9 frees it",
+TEST_CASE("trainer: a second run on a --checkpoint-dir in use is refused and kill -9 frees it",
           "[trainer][lock]") {
   TemporaryFolder folder("checkpoint_dir_lock_trainer");
   const std::string manifest = write_letters_corpus(folder.path().string(), "train", 6, 3);

@@ -42,7 +42,7 @@ std::vector<double> padding_shares(const TrainerOptions& options) {
 
 }  // namespace
 
-TEST_CASE("--pad-frames-to defaults to the batcher's time multiple", "[trainer]") {
+TEST_CASE("trainer options: --pad-frames-to defaults to the batcher's time multiple", "[trainer]") {
   CHECK(TrainerOptions{}.pad_frames_to == kSpeechTimeMultiple);
 }
 

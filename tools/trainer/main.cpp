@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
         group->world_size() > 1 ? group->device() : pick_device(options.device);
     rank = group->rank();
     const bool main_rank = rank == 0;
-    if (main_rank && cuda.runtime > 0)
+    if (main_rank && device.is_cuda())
       std::printf("trainer: %s\n", sonata::describe_cuda_versions(cuda).c_str());
     SONATA_CHECK(options.precision == "fp32" || device.is_cuda(), "--precision ", options.precision,
                  " needs a GPU and none was found; use --precision fp32");
