@@ -1,0 +1,43 @@
+#pragma once
+// What every emulated runtime entry point does around its body: refuse a call from inside
+// a host function (cudaErrorNotPermitted, as documented for cudaLaunchHostFunc), take the
+// execution lock, turn a UsageError (the device-selection rule) into
+// cudaErrorDeviceUninitialized with a message naming the call, and record a failure as the
+// thread's last error.
+#include <cstdio>
+
+#include "driver_types.h"
+#include "emu/runtime/device_table.h"
+#include "emu/runtime/error_state.h"
+#include "emu/runtime/exec_lock.h"
+#include "emu/runtime/scheduler.h"
+
+namespace sonata::emu {
+
+template <class Body>
+cudaError_t api_call(const char* name, Body&& body) {
+  if (in_host_function()) {
+    std::fprintf(stderr,
+                 "sonata emu: %s called inside a host function (cudaLaunchHostFunc): host "
+                 "functions must not make CUDA calls\n",
+                 name);
+    return cudaErrorNotPermitted;
+  }
+  ExecLock lock;
+  cudaError_t result = cudaSuccess;
+  try {
+    result = body();
+  } catch (const UsageError& refusal) {
+    std::fprintf(stderr, "sonata emu: %s refused: %s\n", name, refusal.what());
+    result = cudaErrorDeviceUninitialized;
+  }
+  return record_error(result);
+}
+
+// A usage error the emulator names on stderr (a card returns the same code silently).
+inline cudaError_t refuse(const char* call, cudaError_t error, const std::string& why) {
+  std::fprintf(stderr, "sonata emu: %s: %s\n", call, why.c_str());
+  return error;
+}
+
+}  // namespace sonata::emu
