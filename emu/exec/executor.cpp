@@ -97,23 +97,35 @@ bool same_site(const std::source_location& a, const std::source_location& b) {
 
 const char* op_name(WarpOp op) {
   switch (op) {
-    case WarpOp::sync: return "__syncwarp";
-    case WarpOp::shfl: return "__shfl_sync";
-    case WarpOp::shfl_up: return "__shfl_up_sync";
-    case WarpOp::shfl_down: return "__shfl_down_sync";
-    case WarpOp::shfl_xor: return "__shfl_xor_sync";
-    case WarpOp::ballot: return "__ballot_sync";
-    case WarpOp::any: return "__any_sync";
-    case WarpOp::all: return "__all_sync";
+    case WarpOp::sync:
+      return "__syncwarp";
+    case WarpOp::shfl:
+      return "__shfl_sync";
+    case WarpOp::shfl_up:
+      return "__shfl_up_sync";
+    case WarpOp::shfl_down:
+      return "__shfl_down_sync";
+    case WarpOp::shfl_xor:
+      return "__shfl_xor_sync";
+    case WarpOp::ballot:
+      return "__ballot_sync";
+    case WarpOp::any:
+      return "__any_sync";
+    case WarpOp::all:
+      return "__all_sync";
   }
   return "?";
 }
 const char* barrier_name(BarrierKind kind) {
   switch (kind) {
-    case BarrierKind::sync: return "__syncthreads";
-    case BarrierKind::count: return "__syncthreads_count";
-    case BarrierKind::any: return "__syncthreads_or";
-    case BarrierKind::all: return "__syncthreads_and";
+    case BarrierKind::sync:
+      return "__syncthreads";
+    case BarrierKind::count:
+      return "__syncthreads_count";
+    case BarrierKind::any:
+      return "__syncthreads_or";
+    case BarrierKind::all:
+      return "__syncthreads_and";
   }
   return "?";
 }
@@ -121,7 +133,9 @@ const char* barrier_name(BarrierKind kind) {
 std::string waits_at(const CudaThread& t) {
   std::ostringstream out;
   switch (t.state) {
-    case State::exited: out << "has exited"; break;
+    case State::exited:
+      out << "has exited";
+      break;
     case State::at_barrier:
       out << "waits at " << barrier_name(t.barrier) << " (" << site_text(t.site) << ")";
       break;
@@ -129,7 +143,9 @@ std::string waits_at(const CudaThread& t) {
       out << "waits at " << op_name(t.op) << " (" << site_text(t.site) << ") with mask 0x"
           << std::hex << t.mask;
       break;
-    default: out << "runs"; break;
+    default:
+      out << "runs";
+      break;
   }
   return out.str();
 }
@@ -148,8 +164,7 @@ struct Rng {
 void report(const CudaThread& t, cudaError_t error, const std::string& check,
             const std::string& detail) {
   HostState& h = host();
-  const std::string message =
-      format_report(check, h.launch->name, h.block_idx, t.idx, detail);
+  const std::string message = format_report(check, h.launch->name, h.block_idx, t.idx, detail);
   std::fputs(message.c_str(), stderr);
   std::fflush(stderr);
   h.faulted = true;
@@ -160,8 +175,8 @@ void report(const CudaThread& t, cudaError_t error, const std::string& check,
 void yield_to_host() {
   HostState& h = host();
   t_in_kernel = false;
-  ctx::transfer_t back = switch_to(h.host_context, nullptr, h.host_stack_bottom,
-                                   h.host_stack_size, &h.host_stack_bottom, &h.host_stack_size);
+  ctx::transfer_t back = switch_to(h.host_context, nullptr, h.host_stack_bottom, h.host_stack_size,
+                                   &h.host_stack_bottom, &h.host_stack_size);
   h.host_context = back.fctx;
 }
 
@@ -193,8 +208,8 @@ void resume(CudaThread& t) {
     } else {
       t.worker = new Worker;
       t.worker->stack = h.stacks.acquire();
-      t.worker->context = ctx::make_fcontext(t.worker->stack.top(),
-                                             t.worker->stack.usable_bytes(), worker_main);
+      t.worker->context =
+          ctx::make_fcontext(t.worker->stack.top(), t.worker->stack.usable_bytes(), worker_main);
     }
   }
   h.current = &t;
@@ -248,7 +263,9 @@ bool complete_warp_ops(std::vector<CudaThread>& threads, uint32_t& warp_epoch_co
       const int segment = lane & ~(width - 1);
       int source = lane;
       switch (o.op) {
-        case WarpOp::shfl: source = segment + (o.operand & (width - 1)); break;
+        case WarpOp::shfl:
+          source = segment + (o.operand & (width - 1));
+          break;
         case WarpOp::shfl_up:
           source = lane - o.operand >= segment ? lane - o.operand : lane;
           break;
@@ -260,23 +277,32 @@ bool complete_warp_ops(std::vector<CudaThread>& threads, uint32_t& warp_epoch_co
           source = j < segment + width && j < kWarp ? j : lane;
           break;
         }
-        default: break;
+        default:
+          break;
       }
       switch (o.op) {
-        case WarpOp::ballot: o.warp_result = ballot; break;
-        case WarpOp::any: o.warp_result = ballot != 0; break;
-        case WarpOp::all: o.warp_result = ballot == (t.mask & 0xffffffffull); break;
-        case WarpOp::sync: o.warp_result = 0; break;
+        case WarpOp::ballot:
+          o.warp_result = ballot;
+          break;
+        case WarpOp::any:
+          o.warp_result = ballot != 0;
+          break;
+        case WarpOp::all:
+          o.warp_result = ballot == (t.mask & 0xffffffffull);
+          break;
+        case WarpOp::sync:
+          o.warp_result = 0;
+          break;
         default:
           if (!(t.mask >> source & 1u)) {
-            report(o, cudaErrorLaunchFailure, "synccheck: Invalid shuffle source lane",
-                   std::string(op_name(o.op)) + " at " + site_text(o.site) + " reads lane " +
-                       std::to_string(source) + ", which is not in its mask 0x" +
-                       [&] {
-                         std::ostringstream hex;
-                         hex << std::hex << t.mask;
-                         return hex.str();
-                       }());
+            report(
+                o, cudaErrorLaunchFailure, "synccheck: Invalid shuffle source lane",
+                std::string(op_name(o.op)) + " at " + site_text(o.site) + " reads lane " +
+                    std::to_string(source) + ", which is not in its mask 0x" + [&] {
+                      std::ostringstream hex;
+                      hex << std::hex << t.mask;
+                      return hex.str();
+                    }());
             return false;
           }
           o.warp_result = threads[base + source].value;
@@ -320,8 +346,8 @@ bool resolve_barrier(std::vector<CudaThread>& threads) {
         if (o.state == State::at_warp_op && o.op == t.op && o.mask == t.mask &&
             same_site(o.site, t.site))
           continue;
-        detail << " (thread (" << o.idx.x << ',' << o.idx.y << ',' << o.idx.z
-               << ")), which " << waits_at(o);
+        detail << " (thread (" << o.idx.x << ',' << o.idx.y << ',' << o.idx.z << ")), which "
+               << waits_at(o);
       }
       report(t, cudaErrorLaunchFailure, "synccheck: Invalid mask: a named lane is not taking part",
              detail.str());
@@ -358,10 +384,18 @@ bool resolve_barrier(std::vector<CudaThread>& threads) {
     }
   int result = 0;
   switch (first_barrier->barrier) {
-    case BarrierKind::sync: result = 0; break;
-    case BarrierKind::count: result = count; break;
-    case BarrierKind::any: result = count > 0; break;
-    case BarrierKind::all: result = count == live; break;
+    case BarrierKind::sync:
+      result = 0;
+      break;
+    case BarrierKind::count:
+      result = count;
+      break;
+    case BarrierKind::any:
+      result = count > 0;
+      break;
+    case BarrierKind::all:
+      result = count == live;
+      break;
   }
   t_clock.interval = ++g_interval;
   for (CudaThread& t : threads)
@@ -503,8 +537,8 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int operand, 
   }
   if (width <= 0 || width > kWarp || (width & (width - 1)) != 0) {
     fault(cudaErrorLaunchFailure, "synccheck: Invalid shuffle width",
-          std::string(op_name(op)) + " at " + site_text(site) + ": width " +
-              std::to_string(width) + " is not a power of 2 up to 32");
+          std::string(op_name(op)) + " at " + site_text(site) + ": width " + std::to_string(width) +
+              " is not a power of 2 up to 32");
   }
   t.state = State::at_warp_op;
   t.op = op;

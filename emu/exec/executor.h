@@ -28,10 +28,10 @@ void run_grid(const GridLaunch& launch);
 
 // What the memory checks need to know about the CUDA thread running now.
 struct ThreadClock {
-  uint32_t thread = 0;       // linear thread index in the block
-  uint32_t lane_epoch = 0;   // advances at each warp collective the thread takes part in
-  uint32_t interval = 0;     // the block's barrier interval, unique over the process
-  uint32_t block_serial = 0; // the block, unique over the process
+  uint32_t thread = 0;        // linear thread index in the block
+  uint32_t lane_epoch = 0;    // advances at each warp collective the thread takes part in
+  uint32_t interval = 0;      // the block's barrier interval, unique over the process
+  uint32_t block_serial = 0;  // the block, unique over the process
 };
 
 // True while a CUDA thread's fiber runs on this host thread: the __tsan_* hooks return at

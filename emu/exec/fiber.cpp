@@ -26,8 +26,12 @@ size_t page_size() {
 }
 }  // namespace
 
-void* Stack::usable_bottom() const { return static_cast<char*>(base) + page_size(); }
-size_t Stack::usable_bytes() const { return bytes - page_size(); }
+void* Stack::usable_bottom() const {
+  return static_cast<char*>(base) + page_size();
+}
+size_t Stack::usable_bytes() const {
+  return bytes - page_size();
+}
 
 StackPool::StackPool(size_t usable_bytes)
     : usable_bytes_((usable_bytes + page_size() - 1) / page_size() * page_size()) {}
@@ -46,8 +50,8 @@ Stack StackPool::acquire() {
     return stack;
   }
   const size_t bytes = usable_bytes_ + page_size();
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                    -1, 0);
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) {
     std::fprintf(stderr, "sonata emu: cannot map a %zu-byte fiber stack\n", bytes);
     std::abort();
@@ -58,7 +62,9 @@ Stack StackPool::acquire() {
   return stack;
 }
 
-void StackPool::release(Stack stack) { free_.push_back(stack); }
+void StackPool::release(Stack stack) {
+  free_.push_back(stack);
+}
 
 boost::context::detail::transfer_t switch_to(Context to, void* data, const void* bottom,
                                              size_t size, const void** from_bottom,

@@ -2,9 +2,9 @@
 
 #include <atomic>
 #include <cstdio>
-#include <memory>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -23,23 +23,25 @@ std::map<const void*, int>& attributes() {
   return *map;
 }
 
+std::atomic<uint64_t> g_launches{0};
+std::atomic<int64_t> g_seed_override{-1};
+
 uint64_t base_seed() {
+  const int64_t override_seed = g_seed_override.load();
+  if (override_seed >= 0) return uint64_t(override_seed);
   static const uint64_t seed = [] {
     const char* text = std::getenv("SONATA_EMU_SEED");
     if (!text || !*text) return uint64_t(1);
     char* end = nullptr;
     const unsigned long long value = std::strtoull(text, &end, 10);
     if (*end != '\0') {
-      std::fprintf(stderr, "sonata emu: SONATA_EMU_SEED=%s is not a non-negative integer\n",
-                   text);
+      std::fprintf(stderr, "sonata emu: SONATA_EMU_SEED=%s is not a non-negative integer\n", text);
       std::exit(2);
     }
     return uint64_t(value);
   }();
   return seed;
 }
-
-std::atomic<uint64_t> g_launches{0};
 
 cudaError_t refuse(cudaError_t error, const char* kernel_name, const std::string& why) {
   std::fprintf(stderr, "sonata emu: launch of kernel %s refused (%s): %s\n", kernel_name,
@@ -57,6 +59,11 @@ std::string dims(dim3 d) {
 }
 
 }  // namespace
+
+void reset_lane_order(uint64_t seed) {
+  g_seed_override = int64_t(seed & 0x7fffffffffffffffull);
+  g_launches = 0;
+}
 
 cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes) {
   if (bytes < 0 || size_t(bytes) > kOptInSharedBytes) return cudaErrorInvalidValue;
@@ -76,14 +83,15 @@ cudaError_t launch_kernel(const void* kernel, const char* kernel_name, dim3 grid
                           std::function<void()> thread_body) {
   const char* name = kernel_name ? kernel_name : "(unnamed kernel)";
   if (block.x == 0 || block.y == 0 || block.z == 0)
-    return refuse(cudaErrorInvalidConfiguration, name, "block " + dims(block) + " has a zero extent");
+    return refuse(cudaErrorInvalidConfiguration, name,
+                  "block " + dims(block) + " has a zero extent");
   if (grid.x == 0 || grid.y == 0 || grid.z == 0)
     return refuse(cudaErrorInvalidConfiguration, name, "grid " + dims(grid) + " has a zero extent");
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
   if (threads > kMaxThreadsPerBlock)
-    return refuse(cudaErrorInvalidConfiguration, name,
-                  "block " + dims(block) + " has " + std::to_string(threads) +
-                      " threads, more than 1024");
+    return refuse(
+        cudaErrorInvalidConfiguration, name,
+        "block " + dims(block) + " has " + std::to_string(threads) + " threads, more than 1024");
   if (block.x > kMaxBlockX || block.y > kMaxBlockY || block.z > kMaxBlockZ)
     return refuse(cudaErrorInvalidConfiguration, name,
                   "block " + dims(block) + " exceeds (1024,1024,64)");

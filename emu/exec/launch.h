@@ -3,10 +3,11 @@
 // becomes (kernels/cuda/launch.cuh wraps every launch site in a helper that calls this
 // under SONATA_CUDA_EMU).
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 
-#include "driver_types.h"
-#include "emu/include/vector_types.h"
+#include "../include/driver_types.h"
+#include "../include/vector_types.h"
 
 namespace sonata::emu {
 
@@ -26,6 +27,10 @@ cudaError_t launch_kernel(const void* kernel, const char* kernel_name, dim3 grid
 // cudaErrorInvalidValue for a value above the card's 227 KiB opt-in limit.
 cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes);
 int max_dynamic_shared_bytes(const void* kernel);
+
+// Restarts the seeded lane order as at process start with SONATA_EMU_SEED=seed (tests and
+// tools that compare orders within one process).
+void reset_lane_order(uint64_t seed);
 
 // The card's limits that launch_kernel enforces.
 inline constexpr unsigned kMaxThreadsPerBlock = 1024;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "emu/exec/executor.h"
+#include "emu/include/device_launch_parameters.h"
 
 namespace sonata::emu::exec {
 
@@ -97,7 +98,9 @@ const Range* find(uintptr_t address) {
 
 std::string access_text(SharedAccess kind, size_t bytes, uintptr_t address) {
   std::ostringstream out;
-  out << (kind == SharedAccess::read ? "Read" : kind == SharedAccess::write ? "Write" : "Atomic")
+  out << (kind == SharedAccess::read    ? "Read"
+          : kind == SharedAccess::write ? "Write"
+                                        : "Atomic")
       << " of size " << bytes << " bytes at address 0x" << std::hex << address;
   return out.str();
 }
@@ -108,8 +111,8 @@ std::string access_text(SharedAccess kind, size_t bytes, uintptr_t address) {
   std::ostringstream detail;
   detail << access_text(kind, bytes, address) << " (pc " << pc << ")\n"
          << "Race on byte 0x" << std::hex << byte << std::dec << " with a " << other_access
-         << " by thread (" << other % b.x << ',' << other / b.x % b.y << ','
-         << other / (b.x * b.y) << ") in the same barrier interval, not ordered by a barrier"
+         << " by thread (" << other % b.x << ',' << other / b.x % b.y << ',' << other / (b.x * b.y)
+         << ") in the same barrier interval, not ordered by a barrier"
          << " or a warp collective";
   fault(cudaErrorLaunchFailure, std::string("racecheck: ") + what, detail.str());
 }

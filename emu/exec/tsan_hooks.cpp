@@ -19,28 +19,35 @@ namespace {
 
 const char* verdict_text(AccessVerdict verdict) {
   switch (verdict) {
-    case AccessVerdict::out_of_bounds: return "is out of bounds (in no live allocation)";
-    case AccessVerdict::freed: return "is in an allocation that was freed";
-    case AccessVerdict::uninitialised: return "was never written (uninitialized device memory)";
-    default: return "";
+    case AccessVerdict::out_of_bounds:
+      return "is out of bounds (in no live allocation)";
+    case AccessVerdict::freed:
+      return "is in an allocation that was freed";
+    case AccessVerdict::uninitialised:
+      return "was never written (uninitialized device memory)";
+    default:
+      return "";
   }
 }
 
 [[noreturn]] __attribute__((noinline)) void global_fault(const void* address, size_t bytes,
-                                                          AccessKind kind, const AccessCheck& c,
-                                                          bool atomic, const void* pc) {
+                                                         AccessKind kind, const AccessCheck& c,
+                                                         bool atomic, const void* pc) {
   std::ostringstream check, detail;
   if (c.verdict == AccessVerdict::uninitialised) {
     check << "initcheck: Uninitialized __global__ memory read of size " << bytes << " bytes";
   } else {
-    check << "memcheck: Invalid __global__ " << (atomic ? "atomic" : kind == AccessKind::read ? "read" : "write")
+    check << "memcheck: Invalid __global__ "
+          << (atomic                     ? "atomic"
+              : kind == AccessKind::read ? "read"
+                                         : "write")
           << " of size " << bytes << " bytes";
   }
   detail << "Address " << address << ' ' << verdict_text(c.verdict) << " (pc " << pc << ")";
   if (!c.detail.empty()) detail << '\n' << c.detail;
-  fault(c.verdict == AccessVerdict::uninitialised ? cudaErrorLaunchFailure
-                                                  : cudaErrorIllegalAddress,
-        check.str(), detail.str());
+  fault(
+      c.verdict == AccessVerdict::uninitialised ? cudaErrorLaunchFailure : cudaErrorIllegalAddress,
+      check.str(), detail.str());
 }
 
 __attribute__((noinline)) void check_global(const void* address, size_t bytes, AccessKind kind,
@@ -51,8 +58,8 @@ __attribute__((noinline)) void check_global(const void* address, size_t bytes, A
 }
 
 // The common path of every hook: range compares, then the checks.
-inline __attribute__((always_inline)) void access(const void* address, size_t bytes,
-                                                  bool write, const void* pc) {
+inline __attribute__((always_inline)) void access(const void* address, size_t bytes, bool write,
+                                                  const void* pc) {
   if (!t_in_kernel) return;
   const uintptr_t a = reinterpret_cast<uintptr_t>(address);
   if (in_shared_memory(a)) {
@@ -62,9 +69,8 @@ inline __attribute__((always_inline)) void access(const void* address, size_t by
   }
 }
 
-inline __attribute__((always_inline)) void atomic_access(const volatile void* address,
-                                                         size_t bytes, bool reads,
-                                                         bool writes, const void* pc) {
+inline __attribute__((always_inline)) void atomic_access(const volatile void* address, size_t bytes,
+                                                         bool reads, bool writes, const void* pc) {
   if (!t_in_kernel) return;
   const void* p = const_cast<const void*>(address);
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
@@ -92,17 +98,37 @@ void __tsan_func_exit() {}
 void __tsan_vptr_update(void**, void*) {}
 void __tsan_vptr_read(void**) {}
 
-#define SONATA_TSAN_RW(n)                                                              \
-  void __tsan_read##n(void* a) { access(a, n, false, SONATA_PC); }                     \
-  void __tsan_write##n(void* a) { access(a, n, true, SONATA_PC); }                     \
-  void __tsan_unaligned_read##n(void* a) { access(a, n, false, SONATA_PC); }           \
-  void __tsan_unaligned_write##n(void* a) { access(a, n, true, SONATA_PC); }           \
-  void __tsan_volatile_read##n(void* a) { access(a, n, false, SONATA_PC); }            \
-  void __tsan_volatile_write##n(void* a) { access(a, n, true, SONATA_PC); }            \
-  void __tsan_unaligned_volatile_read##n(void* a) { access(a, n, false, SONATA_PC); }  \
-  void __tsan_unaligned_volatile_write##n(void* a) { access(a, n, true, SONATA_PC); }  \
-  void __tsan_read##n##_pc(void* a, void* pc) { access(a, n, false, pc); }             \
-  void __tsan_write##n##_pc(void* a, void* pc) { access(a, n, true, pc); }
+#define SONATA_TSAN_RW(n)                            \
+  void __tsan_read##n(void* a) {                     \
+    access(a, n, false, SONATA_PC);                  \
+  }                                                  \
+  void __tsan_write##n(void* a) {                    \
+    access(a, n, true, SONATA_PC);                   \
+  }                                                  \
+  void __tsan_unaligned_read##n(void* a) {           \
+    access(a, n, false, SONATA_PC);                  \
+  }                                                  \
+  void __tsan_unaligned_write##n(void* a) {          \
+    access(a, n, true, SONATA_PC);                   \
+  }                                                  \
+  void __tsan_volatile_read##n(void* a) {            \
+    access(a, n, false, SONATA_PC);                  \
+  }                                                  \
+  void __tsan_volatile_write##n(void* a) {           \
+    access(a, n, true, SONATA_PC);                   \
+  }                                                  \
+  void __tsan_unaligned_volatile_read##n(void* a) {  \
+    access(a, n, false, SONATA_PC);                  \
+  }                                                  \
+  void __tsan_unaligned_volatile_write##n(void* a) { \
+    access(a, n, true, SONATA_PC);                   \
+  }                                                  \
+  void __tsan_read##n##_pc(void* a, void* pc) {      \
+    access(a, n, false, pc);                         \
+  }                                                  \
+  void __tsan_write##n##_pc(void* a, void* pc) {     \
+    access(a, n, true, pc);                          \
+  }
 SONATA_TSAN_RW(1)
 SONATA_TSAN_RW(2)
 SONATA_TSAN_RW(4)
@@ -110,64 +136,72 @@ SONATA_TSAN_RW(8)
 SONATA_TSAN_RW(16)
 #undef SONATA_TSAN_RW
 
-void __tsan_read_range(void* a, unsigned long size) { access(a, size, false, SONATA_PC); }
-void __tsan_write_range(void* a, unsigned long size) { access(a, size, true, SONATA_PC); }
+void __tsan_read_range(void* a, unsigned long size) {
+  access(a, size, false, SONATA_PC);
+}
+void __tsan_write_range(void* a, unsigned long size) {
+  access(a, size, true, SONATA_PC);
+}
 
-void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+void __tsan_atomic_thread_fence(int) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+void __tsan_atomic_signal_fence(int) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
 
 // Atomics: checked as one atomic access, then done for real (host code in kernel
 // translation units, std::mutex or shared_ptr, uses them from several host threads). The
 // memory order is always sequentially consistent: at least as strong as asked.
-#define SONATA_TSAN_ATOMIC(n, T)                                                          \
-  T __tsan_atomic##n##_load(const volatile T* a, int) {                                   \
-    atomic_access(a, sizeof(T), true, false, SONATA_PC);                                  \
-    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                          \
-  }                                                                                       \
-  void __tsan_atomic##n##_store(volatile T* a, T v, int) {                                \
-    atomic_access(a, sizeof(T), false, true, SONATA_PC);                                  \
-    __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                             \
-  }                                                                                       \
-  T __tsan_atomic##n##_exchange(volatile T* a, T v, int) {                                \
-    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                   \
-    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                   \
-  }                                                                                       \
-  T __tsan_atomic##n##_fetch_add(volatile T* a, T v, int) {                               \
-    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                   \
-    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                    \
-  }                                                                                       \
-  T __tsan_atomic##n##_fetch_sub(volatile T* a, T v, int) {                               \
-    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                   \
-    return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                    \
-  }                                                                                       \
-  T __tsan_atomic##n##_fetch_and(volatile T* a, T v, int) {                               \
-    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                   \
-    return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                    \
-  }                                                                                       \
-  T __tsan_atomic##n##_fetch_or(volatile T* a, T v, int) {                                \
-    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                   \
-    return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                     \
-  }                                                                                       \
-  T __tsan_atomic##n##_fetch_xor(volatile T* a, T v, int) {                               \
-    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                   \
-    return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                    \
-  }                                                                                       \
-  T __tsan_atomic##n##_fetch_nand(volatile T* a, T v, int) {                              \
-    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                   \
-    return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                   \
-  }                                                                                       \
-  bool __tsan_atomic##n##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {   \
-    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                   \
+#define SONATA_TSAN_ATOMIC(n, T)                                                            \
+  T __tsan_atomic##n##_load(const volatile T* a, int) {                                     \
+    atomic_access(a, sizeof(T), true, false, SONATA_PC);                                    \
+    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                            \
+  }                                                                                         \
+  void __tsan_atomic##n##_store(volatile T* a, T v, int) {                                  \
+    atomic_access(a, sizeof(T), false, true, SONATA_PC);                                    \
+    __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                               \
+  }                                                                                         \
+  T __tsan_atomic##n##_exchange(volatile T* a, T v, int) {                                  \
+    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                     \
+    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                     \
+  }                                                                                         \
+  T __tsan_atomic##n##_fetch_add(volatile T* a, T v, int) {                                 \
+    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                     \
+    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                      \
+  }                                                                                         \
+  T __tsan_atomic##n##_fetch_sub(volatile T* a, T v, int) {                                 \
+    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                     \
+    return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                      \
+  }                                                                                         \
+  T __tsan_atomic##n##_fetch_and(volatile T* a, T v, int) {                                 \
+    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                     \
+    return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                      \
+  }                                                                                         \
+  T __tsan_atomic##n##_fetch_or(volatile T* a, T v, int) {                                  \
+    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                     \
+    return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                       \
+  }                                                                                         \
+  T __tsan_atomic##n##_fetch_xor(volatile T* a, T v, int) {                                 \
+    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                     \
+    return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                      \
+  }                                                                                         \
+  T __tsan_atomic##n##_fetch_nand(volatile T* a, T v, int) {                                \
+    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                     \
+    return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                     \
+  }                                                                                         \
+  bool __tsan_atomic##n##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {     \
+    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                     \
     return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
-  }                                                                                       \
-  bool __tsan_atomic##n##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {     \
-    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                   \
+  }                                                                                         \
+  bool __tsan_atomic##n##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {       \
+    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                     \
     return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
-  }                                                                                       \
-  T __tsan_atomic##n##_compare_exchange_val(volatile T* a, T c, T v, int, int) {          \
-    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                   \
-    __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);     \
-    return c;                                                                             \
+  }                                                                                         \
+  T __tsan_atomic##n##_compare_exchange_val(volatile T* a, T c, T v, int, int) {            \
+    atomic_access(a, sizeof(T), true, true, SONATA_PC);                                     \
+    __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);       \
+    return c;                                                                               \
   }
 SONATA_TSAN_ATOMIC(8, uint8_t)
 SONATA_TSAN_ATOMIC(16, uint16_t)

@@ -28,15 +28,18 @@ cudaError_t cudaGetDeviceCount(int* count) {
 }
 
 cudaError_t cudaSetDevice(int device) {
-  return api_call("cudaSetDevice", [&] {
-    if (!valid_device(device)) {
-      return refuse("cudaSetDevice", cudaErrorInvalidDevice,
-                    "device " + std::to_string(device) + " is not in 0.." +
-                        std::to_string(device_count() - 1));
-    }
-    select_device(device);
-    return cudaSuccess;
-  });
+  return api_call(
+      "cudaSetDevice",
+      [&] {
+        if (!valid_device(device)) {
+          return refuse("cudaSetDevice", cudaErrorInvalidDevice,
+                        "device " + std::to_string(device) + " is not in 0.." +
+                            std::to_string(device_count() - 1));
+        }
+        select_device(device);
+        return cudaSuccess;
+      },
+      Context::not_needed);
 }
 
 cudaError_t cudaGetDevice(int* device) {
@@ -65,7 +68,6 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
 
 cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
   return api_call("cudaDeviceGetStreamPriorityRange", [&] {
-    current_device();  // opens the context on a card: the selection rule applies
     if (leastPriority) *leastPriority = 0;
     if (greatestPriority) *greatestPriority = -5;
     return cudaSuccess;

@@ -37,7 +37,6 @@ extern "C" {
 
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
   return api_call("cudaFuncSetAttribute", [&] {
-    current_device();
     if (!func) return cudaErrorInvalidDeviceFunction;
     const int optin = static_cast<int>(device_properties(thread_device()).sharedMemPerBlockOptin);
     switch (attr) {
@@ -61,7 +60,6 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
 
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   return api_call("cudaFuncGetAttributes", [&] {
-    current_device();
     if (!attr) return cudaErrorInvalidValue;
     if (!func) return cudaErrorInvalidDeviceFunction;
     *attr = cudaFuncAttributes{};

@@ -1,9 +1,13 @@
 #pragma once
 // What every emulated runtime entry point does around its body: refuse a call from inside
 // a host function (cudaErrorNotPermitted, as documented for cudaLaunchHostFunc), take the
-// execution lock, turn a UsageError (the device-selection rule) into
+// execution lock, apply the device-selection rule (any call that needs a context -- on a
+// card it opens one on device 0 for a thread that never selected a device, even a
+// cudaEventQuery on another device's event), turn its UsageError into
 // cudaErrorDeviceUninitialized with a message naming the call, and record a failure as the
-// thread's last error.
+// thread's last error. Calls that need no context (cudaGetDevice, cudaGetDeviceCount,
+// properties, attributes, errors, versions) do not go through here; cudaSetDevice does,
+// without the rule.
 #include <cstdio>
 
 #include "driver_types.h"
@@ -14,8 +18,10 @@
 
 namespace sonata::emu {
 
+enum class Context { needed, not_needed };
+
 template <class Body>
-cudaError_t api_call(const char* name, Body&& body) {
+cudaError_t api_call(const char* name, Body&& body, Context context = Context::needed) {
   if (in_host_function()) {
     std::fprintf(stderr,
                  "sonata emu: %s called inside a host function (cudaLaunchHostFunc): host "
@@ -26,6 +32,7 @@ cudaError_t api_call(const char* name, Body&& body) {
   ExecLock lock;
   cudaError_t result = cudaSuccess;
   try {
+    if (context == Context::needed) current_device();
     result = body();
   } catch (const UsageError& refusal) {
     std::fprintf(stderr, "sonata emu: %s refused: %s\n", name, refusal.what());

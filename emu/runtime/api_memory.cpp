@@ -104,7 +104,6 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
   return api_call("cudaDeviceGetDefaultMemPool", [&] {
     if (!memPool) return cudaErrorInvalidValue;
     if (!valid_device(device)) return cudaErrorInvalidDevice;
-    current_device();
     *memPool = default_pool(device);
     return cudaSuccess;
   });
@@ -137,7 +136,6 @@ cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) {
 
 cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
   return api_call("cudaHostAlloc", [&] {
-    current_device();
     if (!pHost || (flags & ~0x7u)) return cudaErrorInvalidValue;
     *pHost = nullptr;
     if (size == 0) return cudaSuccess;
@@ -154,7 +152,6 @@ cudaError_t cudaMallocHost(void** ptr, size_t size) {
 
 cudaError_t cudaFreeHost(void* ptr) {
   return api_call("cudaFreeHost", [&] {
-    current_device();
     if (!ptr) return cudaSuccess;
     Block* block = live_block_at(ptr);
     if (!block || block->kind != BlockKind::pinned) return bad_free("cudaFreeHost", ptr);

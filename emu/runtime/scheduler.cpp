@@ -346,6 +346,7 @@ cudaError_t enqueue(cudaStream_t stream, Work work) {
   ExecLock lock;
   StreamState* state = nullptr;
   try {
+    current_device();  // the selection rule, whichever stream the work goes to
     state = resolve_stream(stream);
   } catch (const UsageError& refusal) {
     std::fprintf(stderr, "sonata emu: %s: %s\n", work.name.c_str(), refusal.what());

@@ -205,20 +205,28 @@ TEST_CASE("emu defect: a query's sticky cudaErrorNotReady left set", "[emu][runt
 
 namespace {
 
-// (e) A worker thread calls the runtime in a process whose main thread selected device 3.
-cudaError_t worker_allocates(bool select_first, std::string* message) {
+// (e) A worker thread calls the runtime in a process whose main thread selected device 3:
+// an allocation, and (the watchdog's case) a query of the main thread's event.
+cudaError_t worker_allocates(bool select_first, std::string* message,
+                             cudaError_t* query_status = nullptr) {
   forget_device_selections();
   REQUIRE(cudaSetDevice(3) == cudaSuccess);
-  cudaError_t status = cudaSuccess;
+  cudaEvent_t event;
+  REQUIRE(cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess);
+  REQUIRE(cudaEventRecord(event, 0) == cudaSuccess);
+  cudaError_t status = cudaSuccess, query = cudaSuccess;
   void* p = nullptr;
   test::StderrCapture capture;
   std::thread worker([&] {
     if (select_first) REQUIRE(cudaSetDevice(3) == cudaSuccess);
     status = cudaMalloc(&p, 64);
     if (status == cudaSuccess) cudaFree(p);
+    query = cudaEventSynchronize(event);
   });
   worker.join();
   *message = capture.text();
+  if (query_status) *query_status = query;
+  REQUIRE(cudaEventDestroy(event) == cudaSuccess);
   forget_device_selections();
   return status;
 }
@@ -228,12 +236,16 @@ cudaError_t worker_allocates(bool select_first, std::string* message) {
 TEST_CASE("emu defect: a worker thread uses the runtime without selecting its device",
           "[emu][runtime][defect]") {
   std::string message;
-  CHECK(worker_allocates(/*select_first=*/false, &message) == cudaErrorDeviceUninitialized);
+  cudaError_t query = cudaSuccess;
+  CHECK(worker_allocates(/*select_first=*/false, &message, &query) == cudaErrorDeviceUninitialized);
+  CHECK(query == cudaErrorDeviceUninitialized);
   CHECK(message.find("cudaMalloc refused") != std::string::npos);
+  CHECK(message.find("cudaEventSynchronize refused") != std::string::npos);
   CHECK(message.find("never called cudaSetDevice") != std::string::npos);
   CHECK(message.find("selected device 3") != std::string::npos);
   SECTION("twin: the worker calls cudaSetDevice first") {
-    CHECK(worker_allocates(/*select_first=*/true, &message) == cudaSuccess);
+    CHECK(worker_allocates(/*select_first=*/true, &message, &query) == cudaSuccess);
+    CHECK(query == cudaSuccess);
   }
 }
 
