@@ -24,13 +24,6 @@ function(sonata_cuda_sources target)
   # g++ does not know nvcc's #pragma unroll.
   set_property(SOURCE ${_cu} TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_OPTIONS
                -include sonata_emu_extras.h -Wno-unknown-pragmas)
-  # Kernel code is instrumented for the executor's own memory checks (-fsanitize=thread at
-  # compile time), which GCC refuses beside AddressSanitizer: the sanitizer build
-  # (SONATA_SANITIZE) keeps ASan for every other source.
-  if(SONATA_SANITIZE)
-    set_property(SOURCE ${_cu} TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_OPTIONS
-                 -fno-sanitize=address)
-  endif()
   if(COMMAND sonata_emu_kernel_sources)
     # emu/exec's function: LANGUAGE CXX and the instrumentation flags of kernel code.
     sonata_emu_kernel_sources(${target} ${_cu})
