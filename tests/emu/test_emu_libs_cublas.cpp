@@ -39,7 +39,7 @@ struct Handle {
 
 }  // namespace
 
-TEST_CASE("emulated cublasGemmEx matches a naive product for every transpose (f32, f64)",
+TEST_CASE("emulated cublasGemmEx matches a naive product for every transpose in f32 and f64",
           "[emu][cublas]") {
   TestStream stream;
   Handle h;
