@@ -19,11 +19,10 @@ TEST_CASE("emulated SortPairs is a stable sort of the key bits asked for", "[emu
   for (int i = 0; i < n; ++i) keys[size_t(i)] = engine() % 37, values[size_t(i)] = i;
   const int end_bit = 6;  // 37 < 64
   size_t bytes = 0;
-  REQUIRE(cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const uint64_t*>(nullptr),
-                                          static_cast<uint64_t*>(nullptr),
-                                          static_cast<const int64_t*>(nullptr),
-                                          static_cast<int64_t*>(nullptr), n, 0, end_bit,
-                                          stream.get()) == cudaSuccess);
+  REQUIRE(cub::DeviceRadixSort::SortPairs(
+              nullptr, bytes, static_cast<const uint64_t*>(nullptr),
+              static_cast<uint64_t*>(nullptr), static_cast<const int64_t*>(nullptr),
+              static_cast<int64_t*>(nullptr), n, 0, end_bit, stream.get()) == cudaSuccess);
   CHECK(bytes > 0);
   DeviceBuffer keys_in(n * 8), keys_out(n * 8), values_in(n * 8), values_out(n * 8), temp(bytes);
   keys_in.upload(keys), values_in.upload(values);
@@ -58,21 +57,20 @@ TEST_CASE("emulated SortPairs orders signed and floating keys as CUB does", "[em
                                           vi.as<const int32_t>(), vo.as<int32_t>(), n, 0, 32,
                                           stream.get()) == cudaSuccess);
   REQUIRE(cudaStreamSynchronize(stream.get()) == cudaSuccess);
-  CHECK(ko.download<float>(size_t(n)) == std::vector<float>{-2.0f, -2.0f, -0.25f, 0.0f, 0.5f, 3.0f});
+  CHECK(ko.download<float>(size_t(n)) ==
+        std::vector<float>{-2.0f, -2.0f, -0.25f, 0.0f, 0.5f, 3.0f});
   CHECK(vo.download<int32_t>(size_t(n)) == std::vector<int32_t>{1, 5, 3, 4, 0, 2});
 }
 
-TEST_CASE("emulated SortPairs refuses temp storage smaller than its size query",
-          "[emu][cub]") {
+TEST_CASE("emulated SortPairs refuses temp storage smaller than its size query", "[emu][cub]") {
   TestStream stream;
   DeviceBuffer k(64), v(64), ko(64), vo(64), temp(4096);
   size_t bytes = 0;
   REQUIRE(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k.as<const uint32_t>(), ko.as<uint32_t>(),
-                                          v.as<const uint32_t>(), vo.as<uint32_t>(), 16) ==
-          cudaSuccess);
+                                          v.as<const uint32_t>(), vo.as<uint32_t>(),
+                                          16) == cudaSuccess);
   size_t small = bytes - 1;
-  CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), small, k.as<const uint32_t>(),
-                                        ko.as<uint32_t>(), v.as<const uint32_t>(),
-                                        vo.as<uint32_t>(), 16, 0, 32,
-                                        stream.get()) == cudaErrorInvalidValue);
+  CHECK(cub::DeviceRadixSort::SortPairs(
+            temp.get(), small, k.as<const uint32_t>(), ko.as<uint32_t>(), v.as<const uint32_t>(),
+            vo.as<uint32_t>(), 16, 0, 32, stream.get()) == cudaErrorInvalidValue);
 }

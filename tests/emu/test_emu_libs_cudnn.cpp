@@ -84,7 +84,8 @@ std::vector<double> ref_backward_filter(const Shape& p, const std::vector<double
                 const int ih = oh * p.u - p.pad_h + r * p.dil_h;
                 const int iw = ow * p.v - p.pad_w + s * p.dil_w;
                 if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
-                sum += x[at(n, c, ih, iw, p.c, p.h, p.w)] * dy[at(n, k, oh, ow, p.k, p.ho(), p.wo())];
+                sum +=
+                    x[at(n, c, ih, iw, p.c, p.h, p.w)] * dy[at(n, k, oh, ow, p.k, p.ho(), p.wo())];
               }
           dw[at(k, c, r, s, p.c, p.r, p.s)] = sum;
         }
@@ -97,7 +98,8 @@ std::vector<double> to_nhwc(const std::vector<double>& v, int A, int B, int C, i
   for (int a = 0; a < A; ++a)
     for (int b = 0; b < B; ++b)
       for (int c = 0; c < C; ++c)
-        for (int d = 0; d < D; ++d) out[size_t(((a * C + c) * D + d) * B + b)] = v[at(a, b, c, d, B, C, D)];
+        for (int d = 0; d < D; ++d)
+          out[size_t(((a * C + c) * D + d) * B + b)] = v[at(a, b, c, d, B, C, D)];
   return out;
 }
 std::vector<double> from_nhwc(const std::vector<double>& v, int A, int B, int C, int D) {
@@ -105,7 +107,8 @@ std::vector<double> from_nhwc(const std::vector<double>& v, int A, int B, int C,
   for (int a = 0; a < A; ++a)
     for (int b = 0; b < B; ++b)
       for (int c = 0; c < C; ++c)
-        for (int d = 0; d < D; ++d) out[at(a, b, c, d, B, C, D)] = v[size_t(((a * C + c) * D + d) * B + b)];
+        for (int d = 0; d < D; ++d)
+          out[at(a, b, c, d, B, C, D)] = v[size_t(((a * C + c) * D + d) * B + b)];
   return out;
 }
 
@@ -122,10 +125,12 @@ struct Descriptors {
     REQUIRE(cudnnCreateTensorDescriptor(&y) == CUDNN_STATUS_SUCCESS);
     REQUIRE(cudnnCreateFilterDescriptor(&w) == CUDNN_STATUS_SUCCESS);
     REQUIRE(cudnnCreateConvolutionDescriptor(&conv) == CUDNN_STATUS_SUCCESS);
-    REQUIRE(cudnnSetTensor4dDescriptor(x, format, type, p.n, p.c, p.h, p.w) == CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnSetTensor4dDescriptor(x, format, type, p.n, p.c, p.h, p.w) ==
+            CUDNN_STATUS_SUCCESS);
     REQUIRE(cudnnSetTensor4dDescriptor(y, format, type, p.n, p.k, p.ho(), p.wo()) ==
             CUDNN_STATUS_SUCCESS);
-    REQUIRE(cudnnSetFilter4dDescriptor(w, type, format, p.k, p.c, p.r, p.s) == CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnSetFilter4dDescriptor(w, type, format, p.k, p.c, p.r, p.s) ==
+            CUDNN_STATUS_SUCCESS);
     REQUIRE(cudnnSetConvolution2dDescriptor(conv, p.pad_h, p.pad_w, p.u, p.v, p.dil_h, p.dil_w,
                                             CUDNN_CROSS_CORRELATION,
                                             compute) == CUDNN_STATUS_SUCCESS);
@@ -175,19 +180,21 @@ TEST_CASE("emulated cuDNN convolution passes match direct loops in NCHW and NHWC
     REQUIRE(cudnnConvolutionBackwardData(d.handle, &one, d.w, dw_in.get(), d.y, ddy.get(), d.conv,
                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, nullptr, 0, &zero, d.x,
                                          dxo.get()) == CUDNN_STATUS_SUCCESS);
-    REQUIRE(cudnnConvolutionBackwardFilter(d.handle, &one, d.x, dx_in.get(), d.y, ddy.get(),
-                                           d.conv, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, nullptr, 0,
-                                           &zero, d.w, dwo.get()) == CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnConvolutionBackwardFilter(d.handle, &one, d.x, dx_in.get(), d.y, ddy.get(), d.conv,
+                                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, nullptr, 0, &zero,
+                                           d.w, dwo.get()) == CUDNN_STATUS_SUCCESS);
     REQUIRE(cudaStreamSynchronize(stream.get()) == cudaSuccess);
     const auto y_want = ref_forward(p, x, wt);
     const auto y_got = unlayout(dyo.download<double>(y_want.size()), p.n, p.k, p.ho(), p.wo());
     for (size_t i = 0; i < y_want.size(); ++i) CHECK(y_got[i] == Approx(y_want[i]).margin(1e-12));
     const auto dx_want = ref_backward_data(p, dy, wt);
     const auto dx_got = unlayout(dxo.download<double>(dx_want.size()), p.n, p.c, p.h, p.w);
-    for (size_t i = 0; i < dx_want.size(); ++i) CHECK(dx_got[i] == Approx(dx_want[i]).margin(1e-12));
+    for (size_t i = 0; i < dx_want.size(); ++i)
+      CHECK(dx_got[i] == Approx(dx_want[i]).margin(1e-12));
     const auto dw_want = ref_backward_filter(p, x, dy);
     const auto dw_got = unlayout(dwo.download<double>(dw_want.size()), p.k, p.c, p.r, p.s);
-    for (size_t i = 0; i < dw_want.size(); ++i) CHECK(dw_got[i] == Approx(dw_want[i]).margin(1e-12));
+    for (size_t i = 0; i < dw_want.size(); ++i)
+      CHECK(dw_got[i] == Approx(dw_want[i]).margin(1e-12));
   }
 }
 
@@ -223,10 +230,10 @@ TEST_CASE("emulated cudnnFind blocks and counts and ranks runnable algorithms fi
   const int64_t before = sonata::emu::cudnn_find_calls();
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
-  REQUIRE(cudnnFindConvolutionForwardAlgorithmEx(
-              d.handle, d.x, x.get(), d.w, w.get(), d.conv, d.y, y.get(),
-              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace.get(),
-              workspace.bytes()) == CUDNN_STATUS_SUCCESS);
+  REQUIRE(cudnnFindConvolutionForwardAlgorithmEx(d.handle, d.x, x.get(), d.w, w.get(), d.conv, d.y,
+                                                 y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                 &returned, perf, workspace.get(),
+                                                 workspace.bytes()) == CUDNN_STATUS_SUCCESS);
   CHECK(sonata::emu::cudnn_find_calls() == before + 1);
   REQUIRE(returned == CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
   CHECK(perf[0].status == CUDNN_STATUS_SUCCESS);
@@ -273,8 +280,7 @@ TEST_CASE("emulated cuDNN refuses a workspace smaller than the algorithm needs",
   CHECK(cudaStreamSynchronize(stream.get()) == cudaSuccess);
 }
 
-TEST_CASE("emulated cuDNN refuses a stream of another device than its handle's",
-          "[emu][cudnn]") {
+TEST_CASE("emulated cuDNN refuses a stream of another device than its handle's", "[emu][cudnn]") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   cudnnHandle_t handle = nullptr;
   REQUIRE(cudnnCreate(&handle) == CUDNN_STATUS_SUCCESS);
