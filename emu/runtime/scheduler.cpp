@@ -163,8 +163,10 @@ bool ranges_ok(const Node& node) {
 
 void run_node(const NodePtr& node) {
   StreamState* stream = node->stream;
-  stream->pending.pop_front();
   const int device = stream->device;
+  // The node stays at its stream's head while it runs, marked running, so that work that
+  // re-enters the scheduler cannot start its successors (or itself) early.
+  node->running = true;
   if (sticky_error(device) == cudaSuccess && ranges_ok(*node) && node->work.run) {
     const Node* outer = t_running;
     t_running = node.get();
@@ -176,6 +178,8 @@ void run_node(const NodePtr& node) {
     }
     t_running = outer;
   }
+  node->running = false;
+  stream->pending.pop_front();
   node->done = true;
   node->done_at = std::chrono::steady_clock::now();
   node->deps.clear();
@@ -300,9 +304,14 @@ bool run_until(const std::vector<NodePtr>& targets, size_t max_steps) {
   while (!all_done()) {
     candidates.clear();
     bool waiting = false;
+    bool waiting_on_self = false;
     for (StreamState* stream : closure.order) {
       if (stream->pending.empty()) continue;
       const NodePtr& head = stream->pending.front();
+      if (head->running) {
+        waiting_on_self = true;
+        continue;
+      }
       if (head->seq > closure.limits[stream].seq || !deps_done(*head)) continue;
       if (head->work.ready && sticky_error(stream->device) == cudaSuccess && !head->work.ready()) {
         waiting = true;
@@ -312,7 +321,10 @@ bool run_until(const std::vector<NodePtr>& targets, size_t max_steps) {
     }
     if (candidates.empty()) {
       if (!waiting) {
-        std::fprintf(stderr, "sonata emu: internal error: no runnable work for a wait\n");
+        std::fprintf(stderr, "sonata emu: %s\n",
+                     waiting_on_self ? "a piece of work waits for work ordered after itself "
+                                       "(a synchronisation inside work)"
+                                     : "internal error: no runnable work for a wait");
         return false;
       }
       if (max_steps != 0) return false;  // a query does not wait for peers

@@ -27,6 +27,7 @@ struct Node {
   StreamState* stream = nullptr;
   Work work;
   std::vector<std::shared_ptr<Node>> deps;  // other streams' work this waits for
+  bool running = false;  // its run() is on the stack (it stays its stream's head meanwhile)
   bool done = false;
   std::chrono::steady_clock::time_point done_at;
 };

@@ -196,3 +196,48 @@ TEST_CASE("emu runtime: the legacy default stream synchronises with blocking str
   REQUIRE(cudaFree(value) == cudaSuccess);
   REQUIRE(cudaFreeHost(seen) == cudaSuccess);
 }
+
+TEST_CASE("emu runtime: work may enqueue more work; it runs in its own stream's order",
+          "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  cudaStream_t first = nullptr, second = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&first, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking) == cudaSuccess);
+  std::vector<int> order;
+  Work outer;
+  outer.name = "outer";
+  outer.run = [&order, second] {
+    order.push_back(1);
+    Work inner;
+    inner.name = "inner";
+    inner.run = [&order] { order.push_back(2); };
+    REQUIRE(enqueue(second, std::move(inner)) == cudaSuccess);
+  };
+  REQUIRE(enqueue(first, std::move(outer)) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(first) == cudaSuccess);
+  CHECK(order == std::vector<int>{1});
+  REQUIRE(cudaStreamSynchronize(second) == cudaSuccess);
+  CHECK(order == std::vector<int>{1, 2});
+  REQUIRE(cudaStreamDestroy(first) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(second) == cudaSuccess);
+}
+
+TEST_CASE("emu runtime: work reading memory never written fails initcheck", "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(6) == cudaSuccess);
+  int* device = nullptr;
+  int* out = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&device), 2 * sizeof(int)) == cudaSuccess);
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&out), sizeof(int)) == cudaSuccess);
+  REQUIRE(enqueue(nullptr, test::write_int(device, 1, "kernel write_first")) == cudaSuccess);
+  REQUIRE(enqueue(nullptr, test::copy_int(out, device, "kernel read_first")) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // twin: reads what was written
+  test::StderrCapture capture;
+  REQUIRE(enqueue(nullptr, test::copy_int(out, device + 1, "kernel read_second")) == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaErrorLaunchFailure);
+  const std::string message = capture.text();
+  CHECK(message.find("initcheck: kernel read_second") != std::string::npos);
+  CHECK(message.find("was never written") != std::string::npos);
+  REQUIRE(cudaDeviceReset() == cudaSuccess);
+  cudaGetLastError();
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+}
