@@ -1,4 +1,6 @@
 #pragma once
+// The toolkit's include guard, so that a toolkit header included later finds this one.
+#define __VECTOR_TYPES_H__
 // Minimal vector types for the emulated runtime's headers (placeholder written by
 // emu-runtime; emu-exec owns the final version of this file).
 #ifdef __cplusplus
