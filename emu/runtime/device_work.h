@@ -25,6 +25,10 @@ struct Work {
   std::function<void()> run;    // runs on whichever host thread drives the scheduler
   std::vector<MemRange> reads;  // checked before run(); written ranges become initialised
   std::vector<MemRange> writes;
+  // Optional: while it returns false the work is not started (a collective waiting for its
+  // peers in other processes). It must become true eventually -- a timeout included, after
+  // which run() reports the error -- or a synchronisation waiting on the work never ends.
+  std::function<bool()> ready;
 };
 
 // Enqueues `work` on `stream` (0 or cudaStreamLegacy: the legacy default stream of the
