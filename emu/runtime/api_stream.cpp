@@ -116,7 +116,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t hStream, cudaHostFn_t fn, void* user
     if (!stream) return cudaErrorInvalidResourceHandle;
     if (!fn) return cudaErrorInvalidValue;
     if (const cudaError_t sticky = sticky_error(stream->device)) return sticky;
-    enqueue_node(stream, host_function_work(fn, userData));
+    enqueue_host_function(stream, fn, userData);
     return cudaSuccess;
   });
 }

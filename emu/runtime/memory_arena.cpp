@@ -79,11 +79,17 @@ Block* carve_block(BlockKind kind, size_t capacity) {
 Block* find_block(const void* address) {
   Arena& a = arena();
   const auto at = reinterpret_cast<uintptr_t>(address);
+  // Kernels touch one allocation many times in a row; blocks are never destroyed, so the
+  // last block found stays a valid guess (callers hold the ExecLock).
+  static Block* last = nullptr;
+  if (last && at >= last->base && at < last->base + last->capacity) return last;
   auto it = a.blocks.upper_bound(at);
   if (it == a.blocks.begin()) return nullptr;
   --it;
   Block* block = it->second.get();
-  return at < block->base + block->capacity ? block : nullptr;
+  if (at >= block->base + block->capacity) return nullptr;
+  last = block;
+  return block;
 }
 
 Block* block_at(const void* address) {

@@ -161,11 +161,31 @@ bool ranges_ok(const Node& node) {
   return true;
 }
 
+void finish_node(const NodePtr& node) {
+  node->running = false;
+  node->stream->pending.pop_front();
+  node->done = true;
+  node->done_at = std::chrono::steady_clock::now();
+  node->deps.clear();
+  node->host_call.reset();
+  node->work = Work{node->work.name, {}, {}, {}, {}};  // frees staged copies and closures
+}
+
+// Starts a node; finishes it too unless it is a host function, which the callback thread
+// runs while the scheduler goes on (the node holds its stream until it returns).
 void run_node(const NodePtr& node) {
-  StreamState* stream = node->stream;
-  stream->pending.pop_front();
-  const int device = stream->device;
-  if (sticky_error(device) == cudaSuccess && ranges_ok(*node) && node->work.run) {
+  const int device = node->stream->device;
+  // The node stays at its stream's head while it runs, marked running, so that work that
+  // re-enters the scheduler cannot start its successors (or itself) early.
+  node->running = true;
+  const bool healthy = sticky_error(device) == cudaSuccess && ranges_ok(*node);
+  if (healthy && node->host_function) {
+    node->host_call = std::make_shared<HostCall>();
+    node->host_call->run = node->work.run;
+    dispatch_host_call(node->host_call);
+    return;
+  }
+  if (healthy && node->work.run) {
     const Node* outer = t_running;
     t_running = node.get();
     try {
@@ -176,10 +196,21 @@ void run_node(const NodePtr& node) {
     }
     t_running = outer;
   }
-  node->done = true;
-  node->done_at = std::chrono::steady_clock::now();
-  node->deps.clear();
-  node->work = Work{node->work.name, {}, {}, {}, {}};  // frees staged copies and closures
+  finish_node(node);
+}
+
+// Finishes the host functions of `streams` whose call returned.
+void collect_host_calls(const std::vector<StreamState*>& streams) {
+  for (StreamState* stream : streams) {
+    if (stream->pending.empty()) continue;
+    const NodePtr head = stream->pending.front();
+    if (!head->host_call || !head->host_call->finished.load(std::memory_order_acquire)) continue;
+    if (!head->host_call->failure.empty()) {
+      set_sticky_error(stream->device, cudaErrorLaunchFailure,
+                       head->work.name + " threw: " + head->host_call->failure);
+    }
+    finish_node(head);
+  }
 }
 
 // The scheduler's choice among the ready heads: the most recently enqueued with
@@ -300,9 +331,16 @@ bool run_until(const std::vector<NodePtr>& targets, size_t max_steps) {
   while (!all_done()) {
     candidates.clear();
     bool waiting = false;
+    bool waiting_on_self = false;
+    collect_host_calls(closure.order);
+    if (all_done()) break;
     for (StreamState* stream : closure.order) {
       if (stream->pending.empty()) continue;
       const NodePtr& head = stream->pending.front();
+      if (head->running) {
+        (head->host_call ? waiting : waiting_on_self) = true;
+        continue;
+      }
       if (head->seq > closure.limits[stream].seq || !deps_done(*head)) continue;
       if (head->work.ready && sticky_error(stream->device) == cudaSuccess && !head->work.ready()) {
         waiting = true;
@@ -312,7 +350,10 @@ bool run_until(const std::vector<NodePtr>& targets, size_t max_steps) {
     }
     if (candidates.empty()) {
       if (!waiting) {
-        std::fprintf(stderr, "sonata emu: internal error: no runnable work for a wait\n");
+        std::fprintf(stderr, "sonata emu: %s\n",
+                     waiting_on_self ? "a piece of work waits for work ordered after itself "
+                                       "(a synchronisation inside work)"
+                                     : "internal error: no runnable work for a wait");
         return false;
       }
       if (max_steps != 0) return false;  // a query does not wait for peers
@@ -373,21 +414,15 @@ void report_device_fault(cudaError_t error, const std::string& message) {
   }
 }
 
-// Host functions run with the flag set that refuses CUDA calls inside them.
-Work host_function_work(cudaHostFn_t fn, void* user_data) {
+void enqueue_host_function(StreamState* stream, cudaHostFn_t fn, void* user_data) {
   Work work;
   work.name = "host function";
   work.run = [fn, user_data] {
-    t_in_host_function = true;
-    try {
-      fn(user_data);
-    } catch (...) {
-      t_in_host_function = false;
-      throw;
-    }
-    t_in_host_function = false;
+    t_in_host_function = true;  // on the callback thread: CUDA calls are refused there
+    fn(user_data);
   };
-  return work;
+  NodePtr node = enqueue_node(stream, std::move(work));
+  node->host_function = true;
 }
 
 }  // namespace sonata::emu

@@ -16,6 +16,7 @@
 
 #include "driver_types.h"
 #include "emu/runtime/device_work.h"
+#include "emu/runtime/host_callbacks.h"
 
 namespace sonata::emu {
 
@@ -27,6 +28,9 @@ struct Node {
   StreamState* stream = nullptr;
   Work work;
   std::vector<std::shared_ptr<Node>> deps;  // other streams' work this waits for
+  bool running = false;        // started, not finished (it stays its stream's head meanwhile)
+  bool host_function = false;  // runs on the callback thread (cudaLaunchHostFunc)
+  std::shared_ptr<HostCall> host_call;  // while it does
   bool done = false;
   std::chrono::steady_clock::time_point done_at;
 };
@@ -87,6 +91,7 @@ void set_seed(uint64_t seed);
 }  // namespace sonata::emu
 
 namespace sonata::emu {
-// The work of cudaLaunchHostFunc: runs fn(user_data) with CUDA calls refused inside it.
-Work host_function_work(cudaHostFn_t fn, void* user_data);
+// cudaLaunchHostFunc: fn(user_data) runs in stream order on the callback thread, with CUDA
+// calls refused inside it.
+void enqueue_host_function(StreamState* stream, cudaHostFn_t fn, void* user_data);
 }  // namespace sonata::emu

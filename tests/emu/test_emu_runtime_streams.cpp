@@ -1,6 +1,9 @@
 // The emulated runtime's streams, events, host functions, queries and sticky faults.
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_runtime_api.h"
@@ -100,14 +103,14 @@ TEST_CASE("emu runtime: stream priorities are clamped to the device's range", "[
 
 namespace {
 
-struct HostCall {
+struct HostFnCall {
   std::vector<int>* order;
   int tag;
   cudaError_t inner = cudaSuccess;
 };
 
 void host_function(void* data) {
-  auto* call = static_cast<HostCall*>(data);
+  auto* call = static_cast<HostFnCall*>(data);
   call->order->push_back(call->tag);
   void* p = nullptr;
   call->inner = cudaMalloc(&p, 16);  // refused: no CUDA calls in a host function
@@ -121,7 +124,7 @@ TEST_CASE("emu runtime: host functions run in stream order and may not call CUDA
   cudaStream_t stream = nullptr;
   REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
   std::vector<int> order;
-  HostCall first{&order, 1}, second{&order, 3};
+  HostFnCall first{&order, 1}, second{&order, 3};
   REQUIRE(cudaLaunchHostFunc(stream, host_function, &first) == cudaSuccess);
   Work middle;
   middle.name = "middle";
@@ -195,4 +198,93 @@ TEST_CASE("emu runtime: the legacy default stream synchronises with blocking str
   set_seed(1);
   REQUIRE(cudaFree(value) == cudaSuccess);
   REQUIRE(cudaFreeHost(seen) == cudaSuccess);
+}
+
+TEST_CASE("emu runtime: work may enqueue more work; it runs in its own stream's order",
+          "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  cudaStream_t first = nullptr, second = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&first, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking) == cudaSuccess);
+  std::vector<int> order;
+  Work outer;
+  outer.name = "outer";
+  outer.run = [&order, second] {
+    order.push_back(1);
+    Work inner;
+    inner.name = "inner";
+    inner.run = [&order] { order.push_back(2); };
+    REQUIRE(enqueue(second, std::move(inner)) == cudaSuccess);
+  };
+  REQUIRE(enqueue(first, std::move(outer)) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(first) == cudaSuccess);
+  CHECK(order == std::vector<int>{1});
+  REQUIRE(cudaStreamSynchronize(second) == cudaSuccess);
+  CHECK(order == std::vector<int>{1, 2});
+  REQUIRE(cudaStreamDestroy(first) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(second) == cudaSuccess);
+}
+
+TEST_CASE("emu runtime: work reading memory never written fails initcheck", "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(6) == cudaSuccess);
+  int* device = nullptr;
+  int* out = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&device), 2 * sizeof(int)) == cudaSuccess);
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&out), sizeof(int)) == cudaSuccess);
+  REQUIRE(enqueue(nullptr, test::write_int(device, 1, "kernel write_first")) == cudaSuccess);
+  REQUIRE(enqueue(nullptr, test::copy_int(out, device, "kernel read_first")) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // twin: reads what was written
+  test::StderrCapture capture;
+  REQUIRE(enqueue(nullptr, test::copy_int(out, device + 1, "kernel read_second")) == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaErrorLaunchFailure);
+  const std::string message = capture.text();
+  CHECK(message.find("initcheck: kernel read_second") != std::string::npos);
+  CHECK(message.find("was never written") != std::string::npos);
+  REQUIRE(cudaDeviceReset() == cudaSuccess);
+  cudaGetLastError();
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+}
+
+namespace {
+
+struct Gate {
+  std::atomic<bool> open{false};
+  std::atomic<bool> timed_out{false};
+};
+
+void CUDART_CB hold_until_open(void* data) {
+  auto* gate = static_cast<Gate*>(data);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!gate->open.load()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      gate->timed_out = true;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("emu runtime: a host function may hold its stream until the host opens it",
+          "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  Gate gate;
+  REQUIRE(cudaLaunchHostFunc(stream, hold_until_open, &gate) == cudaSuccess);
+  int after = 0;
+  REQUIRE(enqueue(stream, count_work(&after)) == cudaSuccess);
+  cudaEvent_t passed;
+  REQUIRE(cudaEventCreateWithFlags(&passed, cudaEventDisableTiming) == cudaSuccess);
+  REQUIRE(cudaEventRecord(passed, stream) == cudaSuccess);
+  for (int i = 0; i < 50; ++i) CHECK(cudaEventQuery(passed) == cudaErrorNotReady);
+  CHECK(after == 0);
+  cudaGetLastError();
+  gate.open = true;
+  REQUIRE(cudaEventSynchronize(passed) == cudaSuccess);
+  CHECK(after == 1);
+  CHECK_FALSE(gate.timed_out);
+  REQUIRE(cudaEventDestroy(passed) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }

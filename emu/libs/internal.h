@@ -1,0 +1,45 @@
+#pragma once
+// What the emulated libraries share: memory ranges of strided operands, the runtime hooks
+// they need beyond emu/runtime/device_work.h, counters, and their error messages.
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "emu/runtime/device_work.h"
+
+namespace sonata::emu {
+
+struct LibraryCounters {
+  std::atomic<int64_t> cudnn_find{0};
+  std::atomic<int64_t> cufft_device_syncs{0};
+  std::atomic<int64_t> cufft_auto_allocations{0};
+};
+LibraryCounters& library_counters();
+
+// The bytes a column-major (or any "ld-strided") operand touches: `outer` lines of `inner`
+// elements, `ld` elements apart; nothing when either count is 0.
+MemRange strided_range(const void* base, int64_t inner, int64_t outer, int64_t ld,
+                       int64_t elem_bytes);
+// Adds `range` to `ranges`, merging it with the last one when they touch or overlap (batched
+// operands with consecutive matrices become one range).
+void add_range(std::vector<MemRange>& ranges, MemRange range);
+
+// A library's message on stderr, as the real libraries log failures (prefixed by the
+// library's name); tests read the last one of the calling thread.
+void library_log(const char* library, const std::string& message);
+std::string last_library_message();
+
+// Called by a piece of work that must wait for work another host thread or process runs
+// (an NCCL operation waiting for its peers). The runtime's scheduler holds one process-wide
+// execution lock while work runs; between these two calls it must let other host threads
+// drive the scheduler. Implemented by the runtime when it provides
+// sonata::emu::begin_blocking_wait / end_blocking_wait (weak references: without them the
+// calls do nothing, which suffices for a runtime that runs work on the enqueuing thread).
+void enter_blocking_wait();
+void leave_blocking_wait();
+
+// The environment variable `name` as seconds, or `fallback` when unset or unreadable.
+double env_seconds(const char* name, double fallback);
+
+}  // namespace sonata::emu
