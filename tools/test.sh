@@ -18,9 +18,10 @@ if [ "${SONATA_LEAK_CHECK:-1}" = 1 ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \
     -DSONATA_CUDA=EMU -DSONATA_MPI=ON -DSONATA_SANITIZE=ON >build-asan.configure.log 2>&1 ||
     { cat build-asan.configure.log; exit 1; }
-  # The emulator's self-tests are whichever sonata_emu_*_tests executables emu/ defines.
+  # The emulator's self-tests are whichever sonata_emu_*_tests (and *_mpi) executables emu/
+  # defines.
   read -r -a emu_tests <<<"$(ninja -C build-asan -t targets all |
-    sed -n 's/^\(sonata_emu_[a-z_]*_tests\): .*/\1/p' | sort -u | tr '\n' ' ')"
+    sed -n 's/^\(sonata_emu_[a-z_]*_\(tests\|mpi\)\): .*/\1/p' | sort -u | tr '\n' ' ')"
   cmake --build build-asan -j "$(nproc)" --target sonata_tests sonata_cuda_tests \
     sonata_comm_tests "${emu_tests[@]}"
   # The CPU comm and benchmark entries run in the main build; here the CPU tests, every
