@@ -37,6 +37,8 @@ std::string demangle(const char* symbol) {
   if (status != 0 || plain == nullptr) return symbol;
   std::string name = without_parameters(plain);
   std::free(plain);
+  // A template's mangled name carries its return type, which every kernel shares.
+  if (name.starts_with("void ")) name.erase(0, 5);
   return name;
 }
 
