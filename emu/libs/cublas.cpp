@@ -153,18 +153,15 @@ cublasStatus_t gemm(const GemmArgs& g) {
   const bool reads_ab = g.k > 0 && alpha != 0.0;
   for (int64_t b = 0; b < g.batch; ++b) {
     if (reads_ab) {
-      sonata::emu::add_range(work.reads, sonata::emu::strided_range(
-                                             static_cast<const char*>(g.A) + b * g.stride_a * eb,
-                                             a_rows, a_cols, g.lda, eb));
-      sonata::emu::add_range(work.reads, sonata::emu::strided_range(
-                                             static_cast<const char*>(g.B) + b * g.stride_b * eb,
-                                             b_rows, b_cols, g.ldb, eb));
+      sonata::emu::add_strided(work.reads, static_cast<const char*>(g.A) + b * g.stride_a * eb,
+                               a_rows, a_cols, g.lda, eb);
+      sonata::emu::add_strided(work.reads, static_cast<const char*>(g.B) + b * g.stride_b * eb,
+                               b_rows, b_cols, g.ldb, eb);
     }
-    const sonata::emu::MemRange c = sonata::emu::strided_range(
-        static_cast<const char*>(g.C) + b * g.stride_c * eb, g.m, g.n, g.ldc, eb);
+    const char* c = static_cast<const char*>(g.C) + b * g.stride_c * eb;
     // BLAS: with beta == 0, C is not read (it may hold NaN or never have been written).
-    if (beta != 0.0) sonata::emu::add_range(work.reads, c);
-    sonata::emu::add_range(work.writes, c);
+    if (beta != 0.0) sonata::emu::add_strided(work.reads, c, g.m, g.n, g.ldc, eb);
+    sonata::emu::add_strided(work.writes, c, g.m, g.n, g.ldc, eb);
   }
   // cuBLAS may use all of the workspace it was given.
   if (g.handle->workspace && g.handle->workspace_bytes > 0)

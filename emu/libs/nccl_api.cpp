@@ -95,9 +95,9 @@ ncclResult_t enqueue_ops(ncclComm_t comm, cudaStream_t stream, std::vector<Op> o
         break;
     }
   }
-  work.run = [state = comm->state, ops = std::move(ops)] {
-    sonata::emu::nccl::run_ops(state, ops);
-  };
+  auto in_flight = std::make_shared<sonata::emu::nccl::OpsInFlight>(comm->state, std::move(ops));
+  work.ready = [in_flight] { return in_flight->poll(); };
+  work.run = [in_flight] { in_flight->run(); };
   const cudaError_t queued = sonata::emu::enqueue(stream, std::move(work));
   if (queued != cudaSuccess)
     return fail(comm, ncclUnhandledCudaError,

@@ -116,7 +116,6 @@ std::string describe(const Op& op) {
 
 WaitResult wait_until(CommState& comm, const std::function<bool()>& ready, double timeout_s) {
   if (ready()) return WaitResult::ok;
-  enter_blocking_wait();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   auto pause = std::chrono::microseconds(20);
   WaitResult result = WaitResult::timeout;
@@ -137,7 +136,6 @@ WaitResult wait_until(CommState& comm, const std::function<bool()>& ready, doubl
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(2000));
   }
-  leave_blocking_wait();
   return result;
 }
 

@@ -77,9 +77,23 @@ void leave(CommState& comm, bool abort);
 ncclResult_t split_exchange(CommState& comm, int color, int key, std::vector<int>* members,
                             std::string* name);
 
-// Runs the operations of one group (or one operation) of `comm` as its work does on a card:
-// posts sends, runs collectives in issue order, completes receives, waits for sends.
-void run_ops(const std::shared_ptr<CommState>& comm, const std::vector<Op>& ops);
+// The operations of one group (or one operation) of a communicator, as one piece of work:
+// poll() is the work's readiness test (it runs only once the work heads its stream, so the
+// send buffers hold their final data): it publishes this rank's sends and contributions and
+// fetches what its peers published, without blocking, and is true once everything arrived
+// or the wait failed (a mismatch, an abort, the timeout). run() then writes the results, or
+// records the failure as the communicator's asynchronous error.
+class OpsInFlight {
+ public:
+  OpsInFlight(std::shared_ptr<CommState> comm, std::vector<Op> ops);
+  ~OpsInFlight();
+  bool poll();
+  void run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // SONATA_EMU_NCCL_TIMEOUT_S, default 60.
 double timeout_seconds();

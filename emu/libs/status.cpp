@@ -8,21 +8,22 @@
 
 namespace sonata::emu {
 
-// Provided by the runtime when it supports work that waits for other host threads.
-[[gnu::weak]] void begin_blocking_wait();
-[[gnu::weak]] void end_blocking_wait();
-
-void enter_blocking_wait() {
-  if (&begin_blocking_wait) begin_blocking_wait();
-}
-void leave_blocking_wait() {
-  if (&end_blocking_wait) end_blocking_wait();
-}
-
 MemRange strided_range(const void* base, int64_t inner, int64_t outer, int64_t ld,
                        int64_t elem_bytes) {
   if (inner <= 0 || outer <= 0) return {base, 0};
   return {base, size_t(((outer - 1) * ld + inner) * elem_bytes)};
+}
+
+void add_strided(std::vector<MemRange>& ranges, const void* base, int64_t inner, int64_t outer,
+                 int64_t ld, int64_t elem_bytes) {
+  if (inner <= 0 || outer <= 0) return;
+  if (ld == inner || outer == 1) {
+    add_range(ranges, strided_range(base, inner, outer, ld, elem_bytes));
+    return;
+  }
+  for (int64_t line = 0; line < outer; ++line)
+    add_range(ranges, {static_cast<const char*>(base) + line * ld * elem_bytes,
+                       size_t(inner * elem_bytes)});
 }
 
 void add_range(std::vector<MemRange>& ranges, MemRange range) {
