@@ -286,8 +286,8 @@ struct OpsInFlight::Impl {
         p.have.assign(size_t(comm->nranks), false);
         if (bytes > 0) {
           std::string error;
-          p.published = segment_name(*comm, s, comm->rank);
-          if (!publish(p.published, op.send, bytes, comm->nranks - 1, &error))
+          if (comm->nranks > 1) p.published = segment_name(*comm, s, comm->rank);
+          if (comm->nranks > 1 && !publish(p.published, op.send, bytes, comm->nranks - 1, &error))
             return fail(ncclSystemError, describe(op) + where() + ": " + error);
           // This rank's own contribution, copied now: the send buffer may be the output.
           const auto* data = static_cast<const char*>(op.send);
