@@ -15,6 +15,7 @@
 struct ncclComm {
   std::shared_ptr<sonata::emu::nccl::CommState> state;
   bool blocking = true;
+  std::string last_error;  // what ncclGetLastError returned last, for this communicator
 };
 
 namespace {
@@ -189,7 +190,7 @@ ncclResult_t init(ncclComm_t* out, int nranks, const std::string& name, int rank
   const int device = sonata::emu::current_device();
   const ncclResult_t joined = sonata::emu::nccl::join(name, nranks, rank, device, &state, &error);
   if (joined != ncclSuccess) return fail(nullptr, joined, std::string(call) + ": " + error);
-  *out = new ncclComm{std::move(state), blocking};
+  *out = new ncclComm{std::move(state), blocking, {}};
   return ncclSuccess;
 }
 
@@ -246,7 +247,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   const ncclResult_t joined = sonata::emu::nccl::join(name, int(members.size()), new_rank,
                                                       comm->state->device, &state, &error);
   if (joined != ncclSuccess) return fail(comm, joined, "ncclCommSplit: " + error);
-  *newcomm = new ncclComm{std::move(state), config ? config->blocking != 0 : comm->blocking};
+  *newcomm = new ncclComm{std::move(state), config ? config->blocking != 0 : comm->blocking, {}};
   return ncclSuccess;
 }
 
@@ -319,9 +320,9 @@ const char* ncclGetErrorString(ncclResult_t result) {
 }
 
 const char* ncclGetLastError(ncclComm_t comm) {
-  thread_local std::string text;
-  text = comm && comm->state ? comm->state->last_error() : thread_error;
-  return text.c_str();
+  if (!comm || !comm->state) return thread_error.c_str();
+  comm->last_error = comm->state->last_error();
+  return comm->last_error.c_str();
 }
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,

@@ -7,7 +7,10 @@
 // peer's (kind, count, type, operation, root); reductions run in rank order, so every rank
 // gets the same bits.
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -184,9 +187,55 @@ bool fetch(const std::string& name, std::vector<char>* out, size_t bytes, std::s
 
 }  // namespace
 
+// One NCCL operation (or group) in progress per device at a time, in the order the device
+// started them: the least convenient legal case of a card, where a collective's kernel keeps
+// the SMs until its peers join, so a second communicator's kernel behind it cannot start.
+// Two communicators used on one device in different orders on two ranks then deadlock, as
+// NCCL's user guide warns, and show as a timeout naming both operations.
+// SONATA_EMU_NCCL_CONCURRENT=1 lets them run side by side instead.
+struct DeviceSlots {
+  std::mutex mutex;
+  std::map<int, const void*> holder;
+  std::map<int, std::string> what;
+};
+DeviceSlots& device_slots() {
+  static auto* slots = new DeviceSlots;
+  return *slots;
+}
+bool concurrent_communicators() {
+  const char* value = std::getenv("SONATA_EMU_NCCL_CONCURRENT");
+  return value && std::string(value) == "1";
+}
+
 struct OpsInFlight::Impl {
   std::shared_ptr<CommState> comm;
   std::vector<Op> ops;
+  bool holds_device = false;
+  std::string blocked_by;  // what held the device while this work could not start
+
+  // False (noting the holder) while another operation holds this rank's device.
+  bool acquire_device() {
+    if (holds_device || concurrent_communicators()) return true;
+    DeviceSlots& slots = device_slots();
+    const std::lock_guard<std::mutex> lock(slots.mutex);
+    const void*& holder = slots.holder[comm->device];
+    if (holder && holder != this) {
+      blocked_by = slots.what[comm->device];
+      return false;
+    }
+    holder = this;
+    slots.what[comm->device] = describe(ops.front()) + " of communicator " + comm->name;
+    holds_device = true;
+    return true;
+  }
+  void release_device() {
+    if (!holds_device) return;
+    DeviceSlots& slots = device_slots();
+    const std::lock_guard<std::mutex> lock(slots.mutex);
+    if (slots.holder[comm->device] == this) slots.holder.erase(comm->device);
+    holds_device = false;
+  }
+  ~Impl() { release_device(); }
   struct Progress {
     bool posted = false;                    // sends and collectives: published
     bool complete = false;                  // everything this rank needs from its peers arrived
@@ -314,7 +363,8 @@ struct OpsInFlight::Impl {
           std::string error;
           if (!fetch(segment_name(*comm, s, r), &p.inputs[size_t(r)], bytes, &error))
             return fail(ncclSystemError, describe(op) + where() + ": rank " + std::to_string(r) +
-                                             "'s contribution: " + error);
+                                             "'s contribution is gone (" + peer_state(*comm, r) +
+                                             "; " + error + ")");
         }
         p.have[size_t(r)] = true;
       }
@@ -391,6 +441,7 @@ bool OpsInFlight::poll() {
                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                      std::chrono::duration<double>(m.timeout_s));
     if (comm.aborted.load() || comm.destroyed.load()) {
+      m.release_device();
       m.fail(ncclInvalidUsage, describe(m.ops.front()) + m.where() + ": the communicator was " +
                                    (comm.aborted.load() ? "aborted" : "destroyed") +
                                    " before this work ran");
@@ -409,21 +460,27 @@ bool OpsInFlight::poll() {
     const WaitResult why = comm.aborted.load() ? WaitResult::aborted : WaitResult::peer_aborted;
     m.fail(why == WaitResult::aborted ? ncclInvalidUsage : ncclRemoteError,
            describe(m.ops.front()) + m.where() + ": " + wait_failure(comm, why, m.timeout_s));
+    m.release_device();
+    return true;
+  }
+  if (!m.acquire_device()) {
+    if (std::chrono::steady_clock::now() < m.deadline) return false;
+    m.fail(ncclSystemError,
+           describe(m.ops.front()) + m.where() + ": " +
+               wait_failure(comm, WaitResult::timeout, m.timeout_s) +
+               "; it could not start: its device was running " + m.blocked_by +
+               " (NCCL operations of two communicators on one device must be issued in the same "
+               "order on every rank, or they can deadlock)");
     return true;
   }
   m.post_sends();
   m.fetch_receives();
   m.progress_collectives();
-  if (m.done) return true;
-  if (m.complete()) {
-    m.done = true;
-    return true;
-  }
-  if (std::chrono::steady_clock::now() >= m.deadline) {
+  if (!m.done && m.complete()) m.done = true;
+  if (!m.done && std::chrono::steady_clock::now() >= m.deadline)
     m.fail(ncclSystemError, m.stalled());
-    return true;
-  }
-  return false;
+  if (m.done) m.release_device();
+  return m.done;
 }
 
 void OpsInFlight::run() {

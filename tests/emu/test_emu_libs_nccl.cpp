@@ -287,3 +287,61 @@ TEST_CASE("emulated ncclCommAbort wakes a rank waiting for its peer", "[emu][ncc
   INFO(text);
   CHECK(text.find("rank 1 aborted the communicator") != std::string::npos);
 }
+
+// Planted defect (issue #37 item 6's pattern): each rank uses two communicators on its device
+// and runs their all-reduces in opposite orders. One NCCL operation holds a device until
+// its peers join, so the ranks deadlock and both report a timeout; the twin (same order on
+// both ranks) completes.
+TEST_CASE("emulated NCCL deadlocks two communicators used in different orders on two ranks",
+          "[emu][nccl]") {
+  const ScopedEnv timeout("SONATA_EMU_NCCL_TIMEOUT_S", "1");
+  for (const bool same_order : {true, false}) {
+    INFO((same_order ? "same order" : "opposite orders"));
+    ncclUniqueId second_id;
+    REQUIRE(ncclGetUniqueId(&second_id) == ncclSuccess);
+    std::vector<ncclResult_t> async_first(2, ncclSuccess), async_second(2, ncclSuccess);
+    std::vector<std::string> text(2);
+    std::vector<float> sums(4, 0.0f);
+    run_ranks(2, [&](int r, ncclComm_t first, cudaStream_t first_stream) {
+      ncclComm_t second = nullptr;
+      ncclCommInitRank(&second, 2, second_id, r);
+      cudaStream_t second_stream = nullptr;
+      cudaStreamCreate(&second_stream);
+      void* a = upload(std::vector<float>{1});
+      void* b = upload(std::vector<float>{10});
+      ncclAllReduce(a, a, 1, ncclFloat32, ncclSum, first, first_stream);
+      ncclAllReduce(b, b, 1, ncclFloat32, ncclSum, second, second_stream);
+      // Work runs when the host waits for it: rank 1 waits for the second one first.
+      if (same_order || r == 0) {
+        cudaStreamSynchronize(first_stream);
+        cudaStreamSynchronize(second_stream);
+      } else {
+        cudaStreamSynchronize(second_stream);
+        cudaStreamSynchronize(first_stream);
+      }
+      ncclCommGetAsyncError(first, &async_first[size_t(r)]);
+      ncclCommGetAsyncError(second, &async_second[size_t(r)]);
+      text[size_t(r)] = std::string(ncclGetLastError(first)) + " | " + ncclGetLastError(second);
+      sums[size_t(2 * r)] = download<float>(a, 1)[0];
+      sums[size_t(2 * r + 1)] = download<float>(b, 1)[0];
+      cudaFree(a);
+      cudaFree(b);
+      cudaStreamDestroy(second_stream);
+      ncclCommDestroy(second);
+      ncclCommDestroy(first);
+    });
+    INFO("rank 0: " << text[0] << "\nrank 1: " << text[1]);
+    if (same_order) {
+      CHECK(async_first == std::vector<ncclResult_t>{ncclSuccess, ncclSuccess});
+      CHECK(async_second == std::vector<ncclResult_t>{ncclSuccess, ncclSuccess});
+      CHECK(sums == std::vector<float>{2, 20, 2, 20});
+    } else {
+      // Rank 0's first all-reduce times out (rank 1 is held in its second); whatever follows,
+      // each rank ends with a communicator in error.
+      CHECK(async_first[0] == ncclSystemError);
+      CHECK(text[0].find("ncclAllReduce #1") != std::string::npos);
+      CHECK(text[0].find("timed out") != std::string::npos);
+      CHECK((async_first[1] != ncclSuccess || async_second[1] != ncclSuccess));
+    }
+  }
+}
