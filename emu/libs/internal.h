@@ -35,7 +35,8 @@ void add_range(std::vector<MemRange>& ranges, MemRange range);
 void library_log(const char* library, const std::string& message);
 std::string last_library_message();
 
-// The environment variable `name` as seconds, or `fallback` when unset or unreadable.
-double env_seconds(const char* name, double fallback);
+// The environment variable `name` as a positive number (seconds, bytes), or `fallback` when
+// unset or unreadable.
+double env_positive(const char* name, double fallback);
 
 }  // namespace sonata::emu

@@ -3,6 +3,9 @@
 // per operation, or per communicator for a group), and groups.
 #include <nccl.h>
 
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <random>
@@ -106,6 +109,31 @@ ncclResult_t enqueue_ops(ncclComm_t comm, cudaStream_t stream, std::vector<Op> o
   return ncclSuccess;
 }
 
+// NCCL allocates its channels' buffers with cudaMalloc when a communicator first
+// communicates: memory a caching pool keeps is not available to it then.
+// SONATA_EMU_NCCL_BUFFER_BYTES per peer (default 4 MiB, at most 8 peers' worth).
+ncclResult_t connect(ncclComm_t comm) {
+  CommState& state = *comm->state;
+  if (state.buffers || state.nranks == 1) return ncclSuccess;
+  const double per_peer = sonata::emu::env_positive("SONATA_EMU_NCCL_BUFFER_BYTES", 4 << 20);
+  const size_t bytes = size_t(per_peer) * size_t(std::min(state.nranks - 1, 8));
+  int current = 0;
+  cudaGetDevice(&current);
+  cudaSetDevice(state.device);
+  const cudaError_t allocated = cudaMalloc(&state.buffers, bytes);
+  cudaSetDevice(current);
+  if (allocated != cudaSuccess) {
+    state.buffers = nullptr;
+    cudaGetLastError();  // NCCL reports it as its own error
+    return fail(comm, ncclUnhandledCudaError,
+                "rank " + std::to_string(state.rank) + " could not allocate NCCL's " +
+                    std::to_string(bytes) + "-byte buffers on device " +
+                    std::to_string(state.device) +
+                    " (cudaMalloc: " + cudaGetErrorString(allocated) + ")");
+  }
+  return ncclSuccess;
+}
+
 // Checks an operation and gives it its number; enqueues it, or keeps it for ncclGroupEnd.
 ncclResult_t issue(ncclComm_t comm, Op op, cudaStream_t stream) {
   const char* call = sonata::emu::nccl::op_name(op.kind);
@@ -149,6 +177,7 @@ ncclResult_t issue(ncclComm_t comm, Op op, cudaStream_t stream) {
     else
       op.seq = ++state.next_collective;
   }
+  if (const ncclResult_t connected = connect(comm); connected != ncclSuccess) return connected;
   if (group.depth == 0) return enqueue_ops(comm, stream, {op});
   for (size_t i = 0; i < group.comms.size(); ++i)
     if (group.comms[i].first == comm) {

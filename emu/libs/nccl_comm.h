@@ -50,6 +50,9 @@ struct CommState {
   uint64_t next_host_collective = 0;
   std::vector<uint64_t> next_send, next_recv;  // per peer
   std::string error_text;
+  // NCCL's own device buffers, allocated with plain cudaMalloc when the communicator first
+  // communicates (as NCCL connects its peers lazily); freed when it is destroyed.
+  void* buffers = nullptr;
 
   Header* header() const { return header_of(control.data()); }
   RankSlot* slot(int r) const { return slot_of(control.data(), r); }
@@ -94,6 +97,10 @@ class OpsInFlight {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Tells every communicator of this process on `device` what now holds the device ("" when
+// nothing), so their peers' timeout messages can say why this rank does not arrive.
+void announce_device(int device, const std::string& holder);
 
 // SONATA_EMU_NCCL_TIMEOUT_S, default 60.
 double timeout_seconds();

@@ -226,13 +226,17 @@ struct OpsInFlight::Impl {
     holder = this;
     slots.what[comm->device] = describe(ops.front()) + " of communicator " + comm->name;
     holds_device = true;
+    announce_device(comm->device, slots.what[comm->device]);
     return true;
   }
   void release_device() {
     if (!holds_device) return;
     DeviceSlots& slots = device_slots();
     const std::lock_guard<std::mutex> lock(slots.mutex);
-    if (slots.holder[comm->device] == this) slots.holder.erase(comm->device);
+    if (slots.holder[comm->device] == this) {
+      slots.holder.erase(comm->device);
+      announce_device(comm->device, "");
+    }
     holds_device = false;
   }
   ~Impl() { release_device(); }

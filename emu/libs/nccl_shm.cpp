@@ -129,6 +129,21 @@ void set_text(RankSlot* slot, const std::string& text) {
   unlock(slot);
 }
 
+void set_device_text(RankSlot* slot, const std::string& text) {
+  lock(slot);
+  const size_t n = std::min(text.size(), size_t(kTextBytes - 1));
+  std::memcpy(slot->device_state, text.data(), n);
+  slot->device_state[n] = '\0';
+  unlock(slot);
+}
+
+std::string get_device_text(RankSlot* slot) {
+  lock(slot);
+  std::string text(slot->device_state);
+  unlock(slot);
+  return text;
+}
+
 std::string get_text(RankSlot* slot) {
   lock(slot);
   std::string text(slot->state);

@@ -58,7 +58,8 @@ struct RankSlot {
   int32_t split_color;
   int32_t split_key;
   std::atomic<uint32_t> text_lock;
-  char state[kTextBytes];  // what the rank is doing, for other ranks' error messages
+  char state[kTextBytes];         // what the rank is doing, for other ranks' error messages
+  char device_state[kTextBytes];  // what holds the rank's device, when another communicator's
 };
 
 // The head of a published contribution or message; the data follows at kPayloadOffset. The
@@ -88,5 +89,7 @@ PairSlot* pair_of(void* control, int nranks, int from, int to);
 // Writes/reads a rank's state text under its lock.
 void set_text(RankSlot* slot, const std::string& text);
 std::string get_text(RankSlot* slot);
+void set_device_text(RankSlot* slot, const std::string& text);
+std::string get_device_text(RankSlot* slot);
 
 }  // namespace sonata::emu::nccl

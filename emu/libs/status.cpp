@@ -53,14 +53,14 @@ std::string last_library_message() {
   return last_message;
 }
 
-double env_seconds(const char* name, double fallback) {
+double env_positive(const char* name, double fallback) {
   const char* text = std::getenv(name);
   if (!text || !*text) return fallback;
   char* end = nullptr;
   const double value = std::strtod(text, &end);
   if (end == text || value <= 0) {
-    std::fprintf(stderr, "[sonata emu] %s=%s is not a positive number of seconds; using %g\n", name,
-                 text, fallback);
+    std::fprintf(stderr, "[sonata emu] %s=%s is not a positive number; using %g\n", name, text,
+                 fallback);
     return fallback;
   }
   return value;
