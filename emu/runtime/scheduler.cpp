@@ -35,19 +35,21 @@ struct Registry {
   std::vector<std::vector<StreamState*>> device_streams;  // per device, created streams
   std::unordered_set<StreamState*> live_streams;
   std::unordered_set<EventState*> live_events;
+  // Every stream ever made, destroyed ones included (their nodes may still point at them).
+  std::vector<std::unique_ptr<StreamState>> owned;
   uint64_t next_seq = 0;
   std::mt19937_64 rng{seed_from_environment()};
 };
 
-// Stream and event states are never freed: a destroyed stream's work may still be pending
-// and nodes point at their stream (a few bytes per destroyed stream).
+// Stream states are never freed: a destroyed stream's work may still be pending and nodes
+// point at their stream (a few bytes per destroyed stream).
 Registry& registry() {
   static Registry* instance = [] {
     auto* r = new Registry;
     const int count = device_count();
     r->device_streams.resize(static_cast<size_t>(count));
     for (int device = 0; device < count; ++device) {
-      auto* legacy = new StreamState;
+      StreamState* legacy = r->owned.emplace_back(std::make_unique<StreamState>()).get();
       legacy->device = device;
       legacy->legacy = true;
       r->legacy.push_back(legacy);
@@ -67,7 +69,7 @@ StreamState* per_thread_stream(int device) {
   }
   StreamState*& stream = t_per_thread_streams[static_cast<size_t>(device)];
   if (!stream) {
-    stream = new StreamState;
+    stream = registry().owned.emplace_back(std::make_unique<StreamState>()).get();
     stream->device = device;
     registry().device_streams[static_cast<size_t>(device)].push_back(stream);
   }
@@ -237,7 +239,7 @@ StreamState* resolve_stream(cudaStream_t stream) {
 
 cudaStream_t create_stream(int device, unsigned flags, int priority) {
   Registry& r = registry();
-  auto* stream = new StreamState;
+  StreamState* stream = r.owned.emplace_back(std::make_unique<StreamState>()).get();
   stream->device = device;
   stream->flags = flags;
   stream->priority = priority;
