@@ -52,14 +52,13 @@ bool resolve_kind(cudaMemcpyKind kind, const void* dst, const void* src, cudaMem
 
 // Checks one end of a copy when it runs; a read of never-written bytes is not an error for a
 // copy (whole buffers are copied), the destination inherits the source's shadow instead.
-bool end_ok(const std::string& name, const void* pointer, size_t bytes, AccessKind kind) {
+bool end_ok(const void* pointer, size_t bytes, AccessKind kind) {
   const AccessCheck check = check_access(pointer, bytes, kind);
   if (check.verdict == AccessVerdict::ok || check.verdict == AccessVerdict::outside_device_memory ||
       check.verdict == AccessVerdict::uninitialised) {
     return true;
   }
   report_device_fault(cudaErrorIllegalAddress, "memcheck: " + check.detail);
-  (void)name;
   return false;
 }
 
@@ -71,10 +70,10 @@ Work copy_work(std::string name, void* dst, const void* src, size_t count, bool 
   }
   Work work;
   work.name = name;
-  work.run = [name, dst, src, count, staged] {
+  work.run = [dst, src, count, staged] {
     const void* from = staged ? static_cast<const void*>(staged->data()) : src;
-    if (!staged && !end_ok(name, src, count, AccessKind::read)) return;
-    if (!end_ok(name, dst, count, AccessKind::write)) return;
+    if (!staged && !end_ok(src, count, AccessKind::read)) return;
+    if (!end_ok(dst, count, AccessKind::write)) return;
     std::memmove(dst, from, count);
     // A device-to-device copy carries the source's initialisation over.
     if (!staged && in_device_arena(src) && in_device_arena(dst)) {
