@@ -105,8 +105,9 @@ std::string access_text(SharedAccess kind, size_t bytes, uintptr_t address) {
   return out.str();
 }
 
-[[noreturn]] void race(const char* what, SharedAccess kind, size_t bytes, uintptr_t address,
-                       uintptr_t byte, unsigned other, const char* other_access, const void* pc) {
+__attribute__((noinline)) void report_race(const char* what, SharedAccess kind, size_t bytes,
+                                           uintptr_t address, uintptr_t byte, unsigned other,
+                                           const char* other_access, const void* pc) {
   const dim3 b = blockDim;
   std::ostringstream detail;
   detail << access_text(kind, bytes, address) << " (pc " << pc << ")\n"
@@ -114,7 +115,28 @@ std::string access_text(SharedAccess kind, size_t bytes, uintptr_t address) {
          << " by thread (" << other % b.x << ',' << other / b.x % b.y << ',' << other / (b.x * b.y)
          << ") in the same barrier interval, not ordered by a barrier"
          << " or a warp collective";
-  fault(cudaErrorLaunchFailure, std::string("racecheck: ") + what, detail.str());
+  report_fault(cudaErrorLaunchFailure, std::string("racecheck: ") + what, detail.str());
+}
+
+__attribute__((noinline)) void report_footprint(SharedAccess kind, size_t bytes,
+                                                uintptr_t address) {
+  std::ostringstream detail;
+  detail << "The block touches more than " << kStaticSharedLimit
+         << " bytes of __shared__ memory; a card refuses more than 48 KiB of static "
+            "shared memory per block\n"
+         << access_text(kind, bytes, address);
+  report_fault(cudaErrorInvalidValue, "Too much static __shared__ memory", detail.str());
+}
+
+__attribute__((noinline)) void report_uninitialised(SharedAccess kind, size_t bytes,
+                                                    uintptr_t address, uintptr_t byte,
+                                                    const void* pc) {
+  std::ostringstream detail;
+  detail << access_text(kind, bytes, address) << " (pc " << pc << ")\n"
+         << "Byte 0x" << std::hex << byte << std::dec
+         << " was not written by this block (shared memory starts undefined)";
+  report_fault(cudaErrorLaunchFailure, "initcheck: Uninitialized __shared__ memory read",
+               detail.str());
 }
 
 }  // namespace
@@ -141,32 +163,27 @@ void shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const voi
     if (s->touched_block != clock.block_serial) {
       s->touched_block = clock.block_serial;
       if (++g_block_footprint > kStaticSharedLimit) {
-        std::ostringstream detail;
-        detail << "The block touches more than " << kStaticSharedLimit
-               << " bytes of __shared__ memory; a card refuses more than 48 KiB of static "
-                  "shared memory per block\n"
-               << access_text(kind, bytes, address);
-        fault(cudaErrorInvalidValue, "Too much static __shared__ memory", detail.str());
+        report_footprint(kind, bytes, address);
+        stop_thread();
       }
     }
     const bool write_ordered = s->writer / kWarp == warp && s->write_epoch < clock.lane_epoch;
     if (kind != SharedAccess::write) {
       if (s->init_block != clock.block_serial) {
-        std::ostringstream detail;
-        detail << access_text(kind, bytes, address) << " (pc " << pc << ")\n"
-               << "Byte 0x" << std::hex << address + i << std::dec
-               << " was not written by this block (shared memory starts undefined)";
-        fault(cudaErrorLaunchFailure, "initcheck: Uninitialized __shared__ memory read",
-              detail.str());
+        report_uninitialised(kind, bytes, address, address + i, pc);
+        stop_thread();
       }
     }
     if (kind == SharedAccess::atomic) {
       s->init_block = clock.block_serial;
       continue;
     }
-    if (s->write_interval == clock.interval && s->writer != clock.thread && !write_ordered)
-      race(kind == SharedAccess::read ? "Read-after-write hazard" : "Write-after-write hazard",
-           kind, bytes, address, address + i, s->writer, "write", pc);
+    if (s->write_interval == clock.interval && s->writer != clock.thread && !write_ordered) {
+      report_race(
+          kind == SharedAccess::read ? "Read-after-write hazard" : "Write-after-write hazard", kind,
+          bytes, address, address + i, s->writer, "write", pc);
+      stop_thread();
+    }
     if (kind == SharedAccess::read) {
       if (s->read_interval != clock.interval) {
         s->read_interval = clock.interval;
@@ -197,8 +214,11 @@ void shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const voi
         hazard = false;
       else
         hazard = s->reader != clock.thread || (s->read_flags & kSeveralReaders);
-      if (hazard)
-        race("Write-after-read hazard", kind, bytes, address, address + i, s->reader, "read", pc);
+      if (hazard) {
+        report_race("Write-after-read hazard", kind, bytes, address, address + i, s->reader, "read",
+                    pc);
+        stop_thread();
+      }
     }
     s->write_interval = clock.interval;
     s->write_epoch = clock.lane_epoch;

@@ -30,9 +30,8 @@ const char* verdict_text(AccessVerdict verdict) {
   }
 }
 
-[[noreturn]] __attribute__((noinline)) void global_fault(const void* address, size_t bytes,
-                                                         AccessKind kind, const AccessCheck& c,
-                                                         bool atomic, const void* pc) {
+__attribute__((noinline)) void report_global(const void* address, size_t bytes, AccessKind kind,
+                                             const AccessCheck& c, bool atomic, const void* pc) {
   std::ostringstream check, detail;
   if (c.verdict == AccessVerdict::uninitialised) {
     check << "initcheck: Uninitialized __global__ memory read of size " << bytes << " bytes";
@@ -45,16 +44,19 @@ const char* verdict_text(AccessVerdict verdict) {
   }
   detail << "Address " << address << ' ' << verdict_text(c.verdict) << " (pc " << pc << ")";
   if (!c.detail.empty()) detail << '\n' << c.detail;
-  fault(
+  report_fault(
       c.verdict == AccessVerdict::uninitialised ? cudaErrorLaunchFailure : cudaErrorIllegalAddress,
       check.str(), detail.str());
 }
 
 __attribute__((noinline)) void check_global(const void* address, size_t bytes, AccessKind kind,
                                             bool atomic, const void* pc) {
-  const AccessCheck c = check_access(address, bytes, kind);
-  if (c.verdict == AccessVerdict::ok || c.verdict == AccessVerdict::outside_device_memory) return;
-  global_fault(address, bytes, kind, c, atomic, pc);
+  {
+    const AccessCheck c = check_access(address, bytes, kind);
+    if (c.verdict == AccessVerdict::ok || c.verdict == AccessVerdict::outside_device_memory) return;
+    report_global(address, bytes, kind, c, atomic, pc);
+  }
+  stop_thread();  // after `c` is gone
 }
 
 // The common path of every hook: range compares, then the checks.
