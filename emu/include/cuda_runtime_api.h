@@ -1,4 +1,11 @@
 #pragma once
+#if defined(__CUDA_RUNTIME_API_H__) && !defined(SONATA_EMU_CUDA_RUNTIME_API_H)
+#error \
+    "the CUDA toolkit's cuda_runtime_api.h was included before the emulator's (emu/include): a CUDA header that emu/include lacks pulled it in; add that header to emu/include"
+#endif
+// The toolkit's include guard, so that a toolkit header included later finds this one.
+#define __CUDA_RUNTIME_API_H__
+#define SONATA_EMU_CUDA_RUNTIME_API_H
 // The emulated CUDA runtime API (emu/include is searched before any CUDA toolkit): the
 // subset of the runtime sonata calls, with the real signatures and documented semantics,
 // implemented on the CPU by emu/runtime (library sonata_emu_runtime). Work is lazy and runs
@@ -6,6 +13,13 @@
 #include <stddef.h>
 
 #include "driver_types.h"
+
+#ifndef CUDARTAPI
+#define CUDARTAPI
+#endif
+#ifndef CUDART_CB
+#define CUDART_CB
+#endif
 
 #define CUDART_VERSION 13000
 #define CUDA_VERSION 13000

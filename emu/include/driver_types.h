@@ -1,4 +1,11 @@
 #pragma once
+#if defined(__DRIVER_TYPES_H__) && !defined(SONATA_EMU_DRIVER_TYPES_H)
+#error \
+    "the CUDA toolkit's driver_types.h was included before the emulator's (emu/include): a CUDA header that emu/include lacks pulled it in; add that header to emu/include"
+#endif
+// The toolkit's include guard, so that a toolkit header included later finds this one.
+#define __DRIVER_TYPES_H__
+#define SONATA_EMU_DRIVER_TYPES_H
 // The emulated CUDA runtime's types (emu/include, found before any CUDA toolkit header):
 // the subset of CUDA 13.0's driver_types.h that sonata and the emulator use, with the same
 // names and values, so code compiled here behaves as it does against the real header.

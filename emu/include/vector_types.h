@@ -1,4 +1,6 @@
 #pragma once
+// The toolkit's include guard, so that a toolkit header included later finds this one.
+#define __VECTOR_TYPES_H__
 // CUDA's built-in vector types (vector_types.h) and their make_* helpers
 // (vector_functions.h) for the emulator: same members, sizes and alignments as the
 // toolkit's, so packs and structs that hold them have the card's layout.

@@ -25,6 +25,10 @@ struct Work {
   std::function<void()> run;    // runs on whichever host thread drives the scheduler
   std::vector<MemRange> reads;  // checked before run(); written ranges become initialised
   std::vector<MemRange> writes;
+  // Optional: while it returns false the work is not started (a collective waiting for its
+  // peers in other processes). It must become true eventually -- a timeout included, after
+  // which run() reports the error -- or a synchronisation waiting on the work never ends.
+  std::function<bool()> ready;
 };
 
 // Enqueues `work` on `stream` (0 or cudaStreamLegacy: the legacy default stream of the
@@ -45,10 +49,5 @@ int current_device();
 // (cudaErrorIllegalAddress, cudaErrorLaunchFailure...). It becomes the device's sticky error,
 // returned by every later call on that device, and the message names the work.
 void report_device_fault(cudaError_t error, const std::string& message);
-
-// Records `error` as the calling host thread's last error (cudaGetLastError returns and
-// clears it, cudaPeekAtLastError returns it): launch configuration errors, which are
-// returned at the launch and are not sticky. (Added by emu-exec for launch_kernel.)
-void set_last_error(cudaError_t error);
 
 }  // namespace sonata::emu
