@@ -492,6 +492,8 @@ void run_grid(const GridLaunch& launch) {
   }
   h.launch = &launch;
   h.faulted = false;
+  init_shared_memory();
+  reset_access_cache();
   gridDim = launch.grid;
   blockDim = launch.block;
   Rng rng{launch.seed};

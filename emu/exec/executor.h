@@ -47,6 +47,10 @@ void report_fault(cudaError_t error, const std::string& check, const std::string
 // Leaves the running CUDA thread for good (after report_fault): the host stops the grid.
 [[noreturn]] void stop_thread();
 
+// Empties the cache of device memory known to pass the checks (emu/exec/tsan_hooks.cpp);
+// called at each grid start, since frees and copies happen between grids.
+void reset_access_cache();
+
 // The dynamic shared memory of the running launch and the limit on static shared memory.
 size_t current_dynamic_shared_bytes();
 

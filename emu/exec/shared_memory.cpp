@@ -4,6 +4,7 @@
 #include <link.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -141,21 +142,28 @@ __attribute__((noinline)) void report_uninitialised(SharedAccess kind, size_t by
 
 }  // namespace
 
-bool in_shared_memory(uintptr_t address) {
-  if (!g_ranges) ranges();
-  for (const Range& r : *g_ranges)
-    if (address - r.begin < r.end - r.begin) return true;
-  return false;
+SharedHull g_shared_hull;
+
+void init_shared_memory() {
+  if (g_ranges) return;
+  for (const Range& r : ranges()) {
+    if (g_shared_hull.begin == g_shared_hull.end) {
+      g_shared_hull = SharedHull{r.begin, r.end};
+    } else {
+      g_shared_hull.begin = std::min(g_shared_hull.begin, r.begin);
+      g_shared_hull.end = std::max(g_shared_hull.end, r.end);
+    }
+  }
 }
 
 void begin_block_shared(size_t) {
-  if (!g_ranges) ranges();
   g_block_footprint = 0;
 }
 
-void shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const void* pc) {
+bool shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const void* pc) {
   const Range* range = find(address);
-  if (!range || address + bytes > range->end) return;
+  if (!range) return false;
+  if (address + bytes > range->end) bytes = range->end - address;
   const ThreadClock clock = t_clock;
   const uint32_t warp = clock.thread / kWarp;
   ByteShadow* s = range->shadow + (address - range->begin);
@@ -225,6 +233,7 @@ void shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const voi
     s->writer = uint16_t(clock.thread);
     s->init_block = clock.block_serial;
   }
+  return true;
 }
 
 }  // namespace sonata::emu::exec
