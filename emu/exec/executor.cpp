@@ -186,13 +186,18 @@ void worker_main(ctx::transfer_t start) {
   h.host_context = start.fctx;
   for (;;) {
     CudaThread* thread = h.current;
+    bool threw = false;
     try {
       h.launch->body();
     } catch (const std::exception& error) {
-      fault(cudaErrorLaunchFailure, "Exception thrown by kernel code", error.what());
+      report_fault(cudaErrorLaunchFailure, "Exception thrown by kernel code", error.what());
+      threw = true;
     } catch (...) {
-      fault(cudaErrorLaunchFailure, "Exception thrown by kernel code", "(not a std::exception)");
+      report_fault(cudaErrorLaunchFailure, "Exception thrown by kernel code",
+                   "(not a std::exception)");
+      threw = true;
     }
+    if (threw) stop_thread();  // the exception object is gone by now
     thread->state = State::exited;
     yield_to_host();  // resumed at the top of the loop with the next thread in h.current
   }
@@ -464,9 +469,12 @@ void abandon(std::vector<CudaThread>& threads) {
 
 }  // namespace
 
-void fault(cudaError_t error, const std::string& check, const std::string& detail) {
+void report_fault(cudaError_t error, const std::string& check, const std::string& detail) {
   HostState& h = host();
   report(*h.current, error, check, detail);
+}
+
+void stop_thread() {
   for (;;) yield_to_host();  // the host never resumes a faulted grid
 }
 
@@ -484,6 +492,8 @@ void run_grid(const GridLaunch& launch) {
   }
   h.launch = &launch;
   h.faulted = false;
+  init_shared_memory();
+  reset_access_cache();
   gridDim = launch.grid;
   blockDim = launch.block;
   Rng rng{launch.seed};
@@ -530,15 +540,19 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int operand, 
                          const std::source_location& site) {
   CudaThread& t = running_thread(op_name(op), site);
   if (!(mask >> t.lane & 1u)) {
-    std::ostringstream detail;
-    detail << op_name(op) << " at " << site_text(site) << ": mask 0x" << std::hex << mask
-           << std::dec << " does not name the calling lane " << t.lane;
-    fault(cudaErrorLaunchFailure, "synccheck: Invalid mask", detail.str());
+    {
+      std::ostringstream detail;
+      detail << op_name(op) << " at " << site_text(site) << ": mask 0x" << std::hex << mask
+             << std::dec << " does not name the calling lane " << t.lane;
+      report_fault(cudaErrorLaunchFailure, "synccheck: Invalid mask", detail.str());
+    }
+    stop_thread();
   }
   if (width <= 0 || width > kWarp || (width & (width - 1)) != 0) {
-    fault(cudaErrorLaunchFailure, "synccheck: Invalid shuffle width",
-          std::string(op_name(op)) + " at " + site_text(site) + ": width " + std::to_string(width) +
-              " is not a power of 2 up to 32");
+    report_fault(cudaErrorLaunchFailure, "synccheck: Invalid shuffle width",
+                 std::string(op_name(op)) + " at " + site_text(site) + ": width " +
+                     std::to_string(width) + " is not a power of 2 up to 32");
+    stop_thread();
   }
   t.state = State::at_warp_op;
   t.op = op;
@@ -562,7 +576,9 @@ unsigned active_lanes() {
 }
 
 void trap(const char* what, const std::source_location& site) {
-  fault(cudaErrorLaunchFailure, "Device-side trap", std::string(what) + " at " + site_text(site));
+  report_fault(cudaErrorLaunchFailure, "Device-side trap",
+               std::string(what) + " at " + site_text(site));
+  stop_thread();
 }
 
 }  // namespace sonata::emu::exec

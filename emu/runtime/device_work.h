@@ -50,9 +50,4 @@ int current_device();
 // returned by every later call on that device, and the message names the work.
 void report_device_fault(cudaError_t error, const std::string& message);
 
-// Records `error` as the calling host thread's last error (cudaGetLastError returns and
-// clears it, cudaPeekAtLastError returns it): launch configuration errors, which are
-// returned at the launch and are not sticky. (Added by emu-exec for launch_kernel.)
-void set_last_error(cudaError_t error);
-
 }  // namespace sonata::emu
