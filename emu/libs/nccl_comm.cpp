@@ -243,19 +243,22 @@ ncclResult_t join(const std::string& name, int nranks, int rank, int device,
 
 void leave(CommState& comm, bool abort) {
   if (!comm.control) return;
+  // Abort first wakes this rank's waiting work (it fails at once); destroy flushes it, as
+  // ncclCommDestroy finalises: freeing NCCL's buffers synchronises the device, so queued work
+  // of the communicator runs before it is marked gone.
+  if (abort) {
+    comm.aborted.store(true);
+    int32_t none = 0;
+    comm.header()->aborted_by.compare_exchange_strong(none, comm.rank + 1);
+  }
   if (comm.buffers) {
-    // On the communicator's device, whatever is current.
+    // On the communicator's device, whatever is current (NCCL selects it itself).
     int current = 0;
     cudaGetDevice(&current);
     cudaSetDevice(comm.device);
     cudaFree(comm.buffers);
     cudaSetDevice(current);
     comm.buffers = nullptr;
-  }
-  if (abort) {
-    comm.aborted.store(true);
-    int32_t none = 0;
-    comm.header()->aborted_by.compare_exchange_strong(none, comm.rank + 1);
   }
   comm.destroyed.store(true);
   set_text(comm.slot(comm.rank), abort ? "aborted (ncclCommAbort)" : "destroyed (ncclCommDestroy)");
