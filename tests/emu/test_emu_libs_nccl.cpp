@@ -352,3 +352,32 @@ TEST_CASE("emulated NCCL deadlocks two communicators used in different orders on
     }
   }
 }
+
+// Issue #37 item 4: NCCL takes its own buffers with plain cudaMalloc when a communicator first
+// communicates, so memory a caching pool keeps is not available to it. Asked for more than the
+// device has, the first operation fails and says so; the twin (default size) runs.
+TEST_CASE("emulated NCCL allocates its buffers when it first communicates", "[emu][nccl]") {
+  for (const bool too_big : {false, true}) {
+    INFO((too_big ? "buffers larger than the device" : "default buffers"));
+    const ScopedEnv bytes("SONATA_EMU_NCCL_BUFFER_BYTES", too_big ? "1e15" : "4194304");
+    std::vector<ncclResult_t> issued(2, ncclSuccess);
+    std::vector<std::string> text(2);
+    run_ranks(2, [&](int r, ncclComm_t comm, cudaStream_t stream) {
+      void* buffer = upload(std::vector<float>{1});
+      issued[size_t(r)] = ncclAllReduce(buffer, buffer, 1, ncclFloat32, ncclSum, comm, stream);
+      text[size_t(r)] = ncclGetLastError(comm);
+      if (issued[size_t(r)] == ncclSuccess) cudaStreamSynchronize(stream);
+      cudaFree(buffer);
+      ncclCommDestroy(comm);
+    });
+    for (int r = 0; r < 2; ++r) {
+      INFO("rank " << r << ": " << text[size_t(r)]);
+      if (too_big) {
+        CHECK(issued[size_t(r)] == ncclUnhandledCudaError);
+        CHECK(text[size_t(r)].find("could not allocate NCCL's") != std::string::npos);
+      } else {
+        CHECK(issued[size_t(r)] == ncclSuccess);
+      }
+    }
+  }
+}
