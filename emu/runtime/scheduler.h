@@ -75,7 +75,9 @@ std::vector<NodePtr> device_tails(int device);
 std::vector<NodePtr> all_tails();
 
 // Runs work until every target is done; at most `max_steps` pieces (0: no bound).
-// Returns whether every target is done.
+// Returns whether every target is done: without a bound, false only when the wait cannot
+// end (a synchronisation inside work, waiting for work ordered after it), said on stderr;
+// the entry point then fails with cudaErrorUnknown.
 bool run_until(const std::vector<NodePtr>& targets, size_t max_steps = 0);
 
 // The bound of a query's progress (cudaEventQuery, cudaStreamQuery).

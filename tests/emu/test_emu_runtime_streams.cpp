@@ -339,3 +339,21 @@ TEST_CASE("emu runtime: a seed fixes the order; seeds explore orders; streams ke
   for (uint64_t seed = 1; seed <= 16; ++seed) last_first += run_order(seed).front() == 30;
   CHECK(last_first > 8);
 }
+
+TEST_CASE("emu runtime: work that waits for its own stream fails instead of hanging",
+          "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  cudaError_t inner = cudaSuccess;
+  Work waits;
+  waits.name = "waits for itself";
+  waits.run = [&inner, stream] { inner = cudaStreamSynchronize(stream); };
+  REQUIRE(enqueue(stream, std::move(waits)) == cudaSuccess);
+  test::StderrCapture capture;
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  CHECK(inner == cudaErrorUnknown);
+  CHECK(capture.text().find("waits for work ordered after itself") != std::string::npos);
+  cudaGetLastError();
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}
