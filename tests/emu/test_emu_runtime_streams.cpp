@@ -201,7 +201,7 @@ TEST_CASE("emu runtime: the legacy default stream synchronises with blocking str
   REQUIRE(cudaFreeHost(seen) == cudaSuccess);
 }
 
-TEST_CASE("emu runtime: work may enqueue more work; it runs in its own stream's order",
+TEST_CASE("emu runtime: work may enqueue more work, which runs in its own stream's order",
           "[emu][runtime]") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   cudaStream_t first = nullptr, second = nullptr;
@@ -315,7 +315,7 @@ std::vector<int> run_order(uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("emu runtime: a seed fixes the order; seeds explore orders; streams keep theirs",
+TEST_CASE("emu runtime: a seed fixes the order, seeds explore orders, streams keep theirs",
           "[emu][runtime]") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   CHECK(run_order(5) == run_order(5));
