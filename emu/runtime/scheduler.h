@@ -7,7 +7,7 @@
 // streams' -- choosing among the ready heads with a seeded RNG that prefers the most
 // recently enqueued (the least convenient legal order). A query runs at most a few pieces,
 // so polling loops end. A fault in a piece of work poisons its device, whose remaining work
-// is dropped.
+// is dropped. SONATA_EMU_TRACE=1 prints each piece of work as it starts.
 #include <chrono>
 #include <cstdint>
 #include <deque>
