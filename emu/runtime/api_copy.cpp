@@ -114,7 +114,7 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cud
   const bool blocking = wait || where(dst) == Where::pageable;
   NodePtr node =
       enqueue_node(stream, copy_work(copy_name(call, actual, count), dst, src, count, stage));
-  if (blocking) run_until({node});
+  if (blocking && !run_until({node})) return cudaErrorUnknown;
   return sticky_error(stream->device);
 }
 
@@ -136,7 +136,7 @@ cudaError_t peer_copy(const char* call, void* dst, int dstDevice, const void* sr
   name << call << " device " << srcDevice << " -> device " << dstDevice << " (" << count
        << " bytes)";
   NodePtr node = enqueue_node(stream, copy_work(name.str(), dst, src, count, false));
-  if (wait) run_until({node});
+  if (wait && !run_until({node})) return cudaErrorUnknown;
   return sticky_error(stream->device);
 }
 

@@ -174,6 +174,23 @@ void finish_node(const NodePtr& node) {
   node->work = Work{node->work.name, {}, {}, {}, {}};  // frees staged copies and closures
 }
 
+// SONATA_EMU_TRACE=1 prints each piece of work as it starts: the order a seed gave.
+bool tracing() {
+  static const bool trace = [] {
+    const char* text = std::getenv("SONATA_EMU_TRACE");
+    return text && *text && std::string(text) != "0";
+  }();
+  return trace;
+}
+
+void trace_start(const Node& node, bool dropped) {
+  const StreamState& stream = *node.stream;
+  std::fprintf(stderr, "sonata emu trace: device %d %sstream %p #%llu: %s%s\n", stream.device,
+               stream.legacy ? "legacy " : "", static_cast<const void*>(&stream),
+               static_cast<unsigned long long>(node.seq), node.work.name.c_str(),
+               dropped ? " (dropped: the device is poisoned)" : "");
+}
+
 // Finishes a host function's node once its call returned; false while it runs.
 bool finish_host_call(const NodePtr& node) {
   if (!node->host_call->finished.load(std::memory_order_acquire)) return false;
@@ -197,6 +214,7 @@ void run_node(const NodePtr& node) {
   // The node stays at its stream's head while it runs, marked running, so that work that
   // re-enters the scheduler cannot start its successors (or itself) early.
   node->running = true;
+  if (tracing()) trace_start(*node, sticky_error(device) != cudaSuccess);
   const bool healthy = sticky_error(device) == cudaSuccess && ranges_ok(*node);
   if (healthy && node->host_function) {
     node->host_call = std::make_shared<HostCall>();

@@ -108,7 +108,7 @@ TEST_CASE("emu runtime: the stream-ordered pool and its attributes", "[emu][runt
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
 }
 
-TEST_CASE("emu runtime: pinned memory is registered; pageable sources are staged at the call",
+TEST_CASE("emu runtime: pinned memory is registered, pageable sources are staged at the call",
           "[emu][runtime]") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   int* pinned = nullptr;
@@ -178,7 +178,7 @@ TEST_CASE("emu runtime: work touching memory outside its allocation poisons the 
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
 }
 
-TEST_CASE("emu runtime: a copy from freed memory faults when it runs; copies carry initcheck",
+TEST_CASE("emu runtime: a copy from freed memory faults when it runs, copies carry initcheck",
           "[emu][runtime]") {
   REQUIRE(cudaSetDevice(6) == cudaSuccess);
   char* source = nullptr;

@@ -201,7 +201,7 @@ TEST_CASE("emu runtime: the legacy default stream synchronises with blocking str
   REQUIRE(cudaFreeHost(seen) == cudaSuccess);
 }
 
-TEST_CASE("emu runtime: work may enqueue more work; it runs in its own stream's order",
+TEST_CASE("emu runtime: work may enqueue more work, which runs in its own stream's order",
           "[emu][runtime]") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   cudaStream_t first = nullptr, second = nullptr;
@@ -315,7 +315,7 @@ std::vector<int> run_order(uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("emu runtime: a seed fixes the order; seeds explore orders; streams keep theirs",
+TEST_CASE("emu runtime: a seed fixes the order, seeds explore orders, streams keep theirs",
           "[emu][runtime]") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   CHECK(run_order(5) == run_order(5));
@@ -338,4 +338,22 @@ TEST_CASE("emu runtime: a seed fixes the order; seeds explore orders; streams ke
   int last_first = 0;
   for (uint64_t seed = 1; seed <= 16; ++seed) last_first += run_order(seed).front() == 30;
   CHECK(last_first > 8);
+}
+
+TEST_CASE("emu runtime: work that waits for its own stream fails instead of hanging",
+          "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  cudaError_t inner = cudaSuccess;
+  Work waits;
+  waits.name = "waits for itself";
+  waits.run = [&inner, stream] { inner = cudaStreamSynchronize(stream); };
+  REQUIRE(enqueue(stream, std::move(waits)) == cudaSuccess);
+  test::StderrCapture capture;
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  CHECK(inner == cudaErrorUnknown);
+  CHECK(capture.text().find("waits for work ordered after itself") != std::string::npos);
+  cudaGetLastError();
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }
