@@ -109,6 +109,17 @@ __global__ void shuffles_kernel(const int* in, int* out, int width) {
   out[4 * lane + 3] = __shfl_xor_sync(0xffffffffu, v, 5, width);
 }
 
+// Lane 0 waits at a barrier while the rest of its warp votes with a full mask.
+__global__ void vote_with_lane_at_barrier_kernel(unsigned* out, bool lane0_votes) {
+  if (threadIdx.x == 0 && !lane0_votes) {
+    __syncthreads();
+    return;
+  }
+  out[threadIdx.x] = __ballot_sync(0xffffffffu, 1);
+  if (threadIdx.x == 0) return;
+  __syncthreads();
+}
+
 __global__ void votes_kernel(const int* predicates, unsigned* out) {
   const int p = predicates[threadIdx.x];
   out[3 * threadIdx.x + 0] = __ballot_sync(0xffffffffu, p);
@@ -217,6 +228,9 @@ cudaError_t partial_warp_sum(const int* in, int* out, bool mask_matches) {
 }
 cudaError_t shuffles(const int* in, int* out, int width) {
   return LAUNCH(shuffles_kernel, dim3(1), dim3(32), 0, in, out, width);
+}
+cudaError_t vote_with_lane_at_barrier(unsigned* out, bool lane0_votes) {
+  return LAUNCH(vote_with_lane_at_barrier_kernel, dim3(1), dim3(32), 0, out, lane0_votes);
 }
 cudaError_t votes(const int* predicates, unsigned* out) {
   return LAUNCH(votes_kernel, dim3(1), dim3(32), 0, predicates, out);

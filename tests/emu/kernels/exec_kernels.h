@@ -28,6 +28,7 @@ cudaError_t syncthreads_reductions(const int* predicates, int* out, int threads)
 cudaError_t partial_warp_sum(const int* in, int* out, bool mask_matches);  // lanes >= 16 exit
 cudaError_t shuffles(const int* in, int* out, int width);  // out[4*lane + {0..3}]: idx,up,down,xor
 cudaError_t votes(const int* predicates, unsigned* out);   // ballot, any, all per lane
+cudaError_t vote_with_lane_at_barrier(unsigned* out, bool lane0_votes);  // 1 warp
 // Atomics.
 cudaError_t atomic_counts(int* counter, unsigned long long* wide, float* sum, int* order,
                           int blocks, int threads);
