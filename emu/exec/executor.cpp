@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <numeric>
 #include <source_location>
 #include <sstream>
 #include <vector>
@@ -499,14 +500,26 @@ void run_grid(const GridLaunch& launch) {
   Rng rng{launch.seed};
   std::vector<CudaThread> threads;
   std::vector<uint32_t> order;
+  // Blocks run one at a time in a seeded order (an affine permutation of the linear block
+  // index), since a card promises no order between blocks.
   const dim3 g = launch.grid;
-  for (unsigned z = 0; z < g.z && !h.faulted; ++z)
-    for (unsigned y = 0; y < g.y && !h.faulted; ++y)
-      for (unsigned x = 0; x < g.x && !h.faulted; ++x)
-        if (!run_block(launch, uint3{x, y, z}, rng, threads, order)) {
-          abandon(threads);
-          break;
-        }
+  const uint64_t blocks = uint64_t(g.x) * g.y * g.z;
+  uint64_t stride = 1, offset = 0;
+  if (blocks > 1) {
+    offset = rng.next() % blocks;
+    do {
+      stride = 1 + rng.next() % (blocks - 1);
+    } while (std::gcd(stride, blocks) != 1);
+  }
+  for (uint64_t i = 0; i < blocks; ++i) {
+    const uint64_t b = (offset + static_cast<unsigned __int128>(stride) * i % blocks) % blocks;
+    const uint3 index{unsigned(b % g.x), unsigned(b / g.x % g.y),
+                      unsigned(b / (uint64_t(g.x) * g.y))};
+    if (!run_block(launch, index, rng, threads, order)) {
+      abandon(threads);
+      break;
+    }
+  }
   h.launch = nullptr;
   h.current = nullptr;
 }

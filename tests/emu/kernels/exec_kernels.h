@@ -37,7 +37,7 @@ cudaError_t shared_atomic_histogram(const int* in, int* out, int n);  // 1 block
 cudaError_t block_sum(const float* in, float* out, int n, int blocks);
 // Shared memory above the static limit (13000 floats) or just under it (12000).
 cudaError_t big_shared(float* out, bool too_big);
-// Counts the blocks that ran (atomicAdd on counter[0]); block 1 writes out of bounds.
+// Counts the blocks that ran (atomicAdd on counter[0]); then each block writes out of bounds.
 cudaError_t fault_in_block_one(int* counter, int* small);
 // The grid's extent: one thread per block writes nothing; for limit tests.
 cudaError_t empty_kernel(dim3 grid, dim3 block, size_t dynamic_shared = 0);
