@@ -27,9 +27,12 @@ __global__ void copy_kernel(const float* in, float* out) {
   out[threadIdx.x] = in[threadIdx.x];
 }
 
-__global__ void neighbour_swap_kernel(const float* in, float* out, bool barrier) {
-  __shared__ float tile[64];
-  tile[threadIdx.x] = 0.0f;  // defined first, so the defect shows as the race it is
+// A template: its __shared__ array is a COMDAT static, which GCC 12 will not put in a
+// section of our own (emu/exec/shared_memory.h says how the executor finds it instead).
+template <typename T>
+__global__ void neighbour_swap_kernel(const T* in, T* out, bool barrier) {
+  __shared__ T tile[64];
+  tile[threadIdx.x] = T(0);  // defined first, so the defect shows as the race it is
   __syncthreads();
   tile[threadIdx.x] = in[threadIdx.x];
   if (barrier) __syncthreads();
@@ -199,7 +202,7 @@ cudaError_t copy(const float* in, float* out, int n) {
   return LAUNCH(copy_kernel, dim3(1), dim3(unsigned(n)), 0, in, out);
 }
 cudaError_t neighbour_swap(const float* in, float* out, bool barrier) {
-  return LAUNCH(neighbour_swap_kernel, dim3(1), dim3(64), 0, in, out, barrier);
+  return LAUNCH(neighbour_swap_kernel<float>, dim3(1), dim3(64), 0, in, out, barrier);
 }
 cudaError_t shared_same_word(int* out, bool only_thread0) {
   return LAUNCH(shared_same_word_kernel, dim3(1), dim3(64), 0, out, only_thread0);
