@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <numeric>
 #include <source_location>
 #include <sstream>
 #include <vector>
@@ -15,12 +16,28 @@
 #include "emu/exec/shared_memory.h"
 #include "emu/runtime/device_work.h"
 
-__thread uint3 threadIdx;
-__thread uint3 blockIdx;
-__thread dim3 blockDim;
-__thread dim3 gridDim;
-
 namespace sonata::emu::exec {
+
+namespace {
+// The running CUDA thread's built-in variables (emu/include/device_launch_parameters.h).
+__thread uint3 t_thread_idx __attribute__((tls_model("initial-exec")));
+__thread uint3 t_block_idx __attribute__((tls_model("initial-exec")));
+__thread dim3 t_block_dim __attribute__((tls_model("initial-exec")));
+__thread dim3 t_grid_dim __attribute__((tls_model("initial-exec")));
+}  // namespace
+
+uint3 thread_idx() {
+  return t_thread_idx;
+}
+uint3 block_idx() {
+  return t_block_idx;
+}
+dim3 block_dim() {
+  return t_block_dim;
+}
+dim3 grid_dim() {
+  return t_grid_dim;
+}
 
 __thread bool t_in_kernel = false;
 __thread ThreadClock t_clock;
@@ -218,7 +235,7 @@ void resume(CudaThread& t) {
     }
   }
   h.current = &t;
-  threadIdx = t.idx;
+  t_thread_idx = t.idx;
   t_clock.thread = t.linear;
   t_clock.lane_epoch = t.lane_epoch;
   t.state = State::ready;
@@ -417,7 +434,7 @@ bool run_block(const GridLaunch& launch, uint3 block_idx, Rng& rng,
   HostState& h = host();
   h.block_idx = block_idx;
   h.threads = &threads;
-  blockIdx = block_idx;
+  t_block_idx = block_idx;
   const dim3 b = launch.block;
   const size_t n = size_t(b.x) * b.y * b.z;
   threads.assign(n, CudaThread{});
@@ -494,19 +511,31 @@ void run_grid(const GridLaunch& launch) {
   h.faulted = false;
   init_shared_memory();
   reset_access_cache();
-  gridDim = launch.grid;
-  blockDim = launch.block;
+  t_grid_dim = launch.grid;
+  t_block_dim = launch.block;
   Rng rng{launch.seed};
   std::vector<CudaThread> threads;
   std::vector<uint32_t> order;
+  // Blocks run one at a time in a seeded order (an affine permutation of the linear block
+  // index), since a card promises no order between blocks.
   const dim3 g = launch.grid;
-  for (unsigned z = 0; z < g.z && !h.faulted; ++z)
-    for (unsigned y = 0; y < g.y && !h.faulted; ++y)
-      for (unsigned x = 0; x < g.x && !h.faulted; ++x)
-        if (!run_block(launch, uint3{x, y, z}, rng, threads, order)) {
-          abandon(threads);
-          break;
-        }
+  const uint64_t blocks = uint64_t(g.x) * g.y * g.z;
+  uint64_t stride = 1, offset = 0;
+  if (blocks > 1) {
+    offset = rng.next() % blocks;
+    do {
+      stride = 1 + rng.next() % (blocks - 1);
+    } while (std::gcd(stride, blocks) != 1);
+  }
+  for (uint64_t i = 0; i < blocks; ++i) {
+    const uint64_t b = (offset + static_cast<unsigned __int128>(stride) * i % blocks) % blocks;
+    const uint3 index{unsigned(b % g.x), unsigned(b / g.x % g.y),
+                      unsigned(b / (uint64_t(g.x) * g.y))};
+    if (!run_block(launch, index, rng, threads, order)) {
+      abandon(threads);
+      break;
+    }
+  }
   h.launch = nullptr;
   h.current = nullptr;
 }

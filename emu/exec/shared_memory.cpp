@@ -109,7 +109,7 @@ std::string access_text(SharedAccess kind, size_t bytes, uintptr_t address) {
 __attribute__((noinline)) void report_race(const char* what, SharedAccess kind, size_t bytes,
                                            uintptr_t address, uintptr_t byte, unsigned other,
                                            const char* other_access, const void* pc) {
-  const dim3 b = blockDim;
+  const dim3 b = block_dim();
   std::ostringstream detail;
   detail << access_text(kind, bytes, address) << " (pc " << pc << ")\n"
          << "Race on byte 0x" << std::hex << byte << std::dec << " with a " << other_access

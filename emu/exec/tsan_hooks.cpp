@@ -90,7 +90,7 @@ __attribute__((noinline)) void check_global(const void* address, size_t bytes, A
 // The common path of every hook: range compares, then the checks.
 inline __attribute__((always_inline)) void access(const void* address, size_t bytes, bool write,
                                                   const void* pc) {
-  if (!t_in_kernel) return;
+  if (!t_in_kernel || bytes == 0) return;
   const uintptr_t a = reinterpret_cast<uintptr_t>(address);
   if (cached(a, bytes)) return;
   if (maybe_shared(a) &&
