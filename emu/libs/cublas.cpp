@@ -133,7 +133,7 @@ cublasStatus_t gemm(const GemmArgs& g) {
     return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(g.name) +
                                                  ": the emulator takes alpha and beta on the host "
                                                  "only (CUBLAS_POINTER_MODE_HOST)");
-  const int stream_device = sonata::emu::stream_device(g.handle->stream);
+  const int stream_device = sonata::emu::stream_device_for(g.handle->stream, g.name);
   if (stream_device != g.handle->device)
     return fail(CUBLAS_STATUS_EXECUTION_FAILED,
                 std::string(g.name) + ": the handle was created on device " +
@@ -225,7 +225,9 @@ cublasStatus_t gemm(const GemmArgs& g) {
 cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
   if (!handle) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasCreate: null handle pointer");
   auto context = std::make_unique<cublasContext>();
-  context->device = sonata::emu::current_device();
+  context->device = sonata::emu::device_for("cublasCreate");
+  if (context->device < 0)
+    return fail(CUBLAS_STATUS_NOT_INITIALIZED, "cublasCreate: no device for this thread");
   *handle = context.release();
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -132,7 +132,9 @@ cufftResult make(cufftHandle handle, int rank, int* n, int* inembed, int istride
   const cufftResult configured = configure(*plan, rank, n, inembed, istride, idist, onembed,
                                            ostride, odist, type, batch, call);
   if (configured != CUFFT_SUCCESS) return configured;
-  plan->device = sonata::emu::current_device();
+  plan->device = sonata::emu::device_for(call);
+  if (plan->device < 0)
+    return fail(CUFFT_INVALID_DEVICE, std::string(call) + ": no device for this thread");
   if (plan->auto_allocate) {
     if (cudaMalloc(&plan->work_area, plan->work_size) != cudaSuccess)
       return fail(CUFFT_ALLOC_FAILED, std::string(call) + ": cudaMalloc of the " +
@@ -200,7 +202,7 @@ cufftResult exec(cufftHandle handle, const void* idata, void* odata, int directi
                 std::string(call) + ": plan " + std::to_string(handle) +
                     " has auto-allocation off and no work area (cufftSetWorkArea with the " +
                     std::to_string(p.work_size) + " bytes cufftGetSize reports)");
-  const int stream_device = sonata::emu::stream_device(p.stream);
+  const int stream_device = sonata::emu::stream_device_for(p.stream, call);
   if (stream_device != p.device)
     return fail(CUFFT_INVALID_DEVICE, std::string(call) + ": plan " + std::to_string(handle) +
                                           " was made on device " + std::to_string(p.device) +

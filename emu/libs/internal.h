@@ -35,6 +35,12 @@ void add_range(std::vector<MemRange>& ranges, MemRange range);
 void library_log(const char* library, const std::string& message);
 std::string last_library_message();
 
+// current_device() and stream_device() for a library call: -1, with the reason logged as
+// `call`'s, where the runtime refuses the thread (it never selected a device in a process
+// that selected another than 0) or does not know the stream.
+int device_for(const char* call);
+int stream_device_for(cudaStream_t stream, const char* call);
+
 // The environment variable `name` as a positive number (seconds, bytes), or `fallback` when
 // unset or unreadable.
 double env_positive(const char* name, double fallback);

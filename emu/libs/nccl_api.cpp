@@ -162,7 +162,7 @@ ncclResult_t issue(ncclComm_t comm, Op op, cudaStream_t stream) {
                        (op.kind != OpKind::send && !op.recv &&
                         !(op.kind == OpKind::reduce && op.root != state.rank))))
     return fail(comm, ncclInvalidArgument, std::string(call) + ": null buffer");
-  const int stream_device = sonata::emu::stream_device(stream);
+  const int stream_device = sonata::emu::stream_device_for(stream, call);
   if (stream_device != state.device)
     return fail(comm, ncclInvalidArgument,
                 std::string(call) + " on rank " + std::to_string(state.rank) +
@@ -216,7 +216,9 @@ ncclResult_t init(ncclComm_t* out, int nranks, const std::string& name, int rank
                     std::to_string(nranks) + " ranks");
   std::shared_ptr<CommState> state;
   std::string error;
-  const int device = sonata::emu::current_device();
+  const int device = sonata::emu::device_for(call);
+  if (device < 0)
+    return fail(nullptr, ncclInvalidUsage, std::string(call) + ": no device for this thread");
   const ncclResult_t joined = sonata::emu::nccl::join(name, nranks, rank, device, &state, &error);
   if (joined != ncclSuccess) return fail(nullptr, joined, std::string(call) + ": " + error);
   *out = new ncclComm{std::move(state), blocking, {}};

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 
 #include "emu/libs/internal.h"
@@ -42,6 +43,26 @@ void add_range(std::vector<MemRange>& ranges, MemRange range) {
 
 namespace {
 thread_local std::string last_message;
+}
+
+int device_for(const char* call) {
+  try {
+    return current_device();
+  } catch (const std::exception& refusal) {
+    library_log(call, refusal.what());
+    return -1;
+  }
+}
+
+int stream_device_for(cudaStream_t stream, const char* call) {
+  try {
+    const int device = stream_device(stream);
+    if (device < 0) library_log(call, "the stream is unknown or was destroyed");
+    return device;
+  } catch (const std::exception& refusal) {
+    library_log(call, refusal.what());
+    return -1;
+  }
 }
 
 void library_log(const char* library, const std::string& message) {
