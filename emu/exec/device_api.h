@@ -4,6 +4,7 @@
 // intrinsics. Barriers and warp intrinsics are the only points where the executor switches
 // between CUDA threads (fibers); each names its call site so that divergence is reported
 // where it happens.
+#include <math.h>  // libstdc++'s: float overloads (::log(float)...) and ::isnan, as CUDA has
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -396,3 +397,43 @@ inline long long clock64() {
   return (long long)__builtin_ia32_rdtsc();
 }
 inline void __nanosleep(unsigned) {}
+
+// CUDA's global min/max overloads (integers compare as integers, floats as fminf/fmaxf).
+#define SONATA_EMU_MIN_MAX(T) \
+  inline T min(T a, T b) {    \
+    return b < a ? b : a;     \
+  }                           \
+  inline T max(T a, T b) {    \
+    return a < b ? b : a;     \
+  }
+SONATA_EMU_MIN_MAX(int)
+SONATA_EMU_MIN_MAX(unsigned int)
+SONATA_EMU_MIN_MAX(long)
+SONATA_EMU_MIN_MAX(unsigned long)
+SONATA_EMU_MIN_MAX(long long)
+SONATA_EMU_MIN_MAX(unsigned long long)
+#undef SONATA_EMU_MIN_MAX
+inline float min(float a, float b) {
+  return std::fmin(a, b);
+}
+inline float max(float a, float b) {
+  return std::fmax(a, b);
+}
+inline double min(double a, double b) {
+  return std::fmin(a, b);
+}
+inline double max(double a, double b) {
+  return std::fmax(a, b);
+}
+inline double min(float a, double b) {
+  return std::fmin(double(a), b);
+}
+inline double max(float a, double b) {
+  return std::fmax(double(a), b);
+}
+inline double min(double a, float b) {
+  return std::fmin(a, double(b));
+}
+inline double max(double a, float b) {
+  return std::fmax(a, double(b));
+}

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <numeric>
 #include <source_location>
 #include <sstream>
 #include <vector>
@@ -15,12 +16,28 @@
 #include "emu/exec/shared_memory.h"
 #include "emu/runtime/device_work.h"
 
-__thread uint3 threadIdx;
-__thread uint3 blockIdx;
-__thread dim3 blockDim;
-__thread dim3 gridDim;
-
 namespace sonata::emu::exec {
+
+namespace {
+// The running CUDA thread's built-in variables (emu/include/device_launch_parameters.h).
+__thread uint3 t_thread_idx __attribute__((tls_model("initial-exec")));
+__thread uint3 t_block_idx __attribute__((tls_model("initial-exec")));
+__thread dim3 t_block_dim __attribute__((tls_model("initial-exec")));
+__thread dim3 t_grid_dim __attribute__((tls_model("initial-exec")));
+}  // namespace
+
+uint3 thread_idx() {
+  return t_thread_idx;
+}
+uint3 block_idx() {
+  return t_block_idx;
+}
+dim3 block_dim() {
+  return t_block_dim;
+}
+dim3 grid_dim() {
+  return t_grid_dim;
+}
 
 __thread bool t_in_kernel = false;
 __thread ThreadClock t_clock;
@@ -186,13 +203,18 @@ void worker_main(ctx::transfer_t start) {
   h.host_context = start.fctx;
   for (;;) {
     CudaThread* thread = h.current;
+    bool threw = false;
     try {
       h.launch->body();
     } catch (const std::exception& error) {
-      fault(cudaErrorLaunchFailure, "Exception thrown by kernel code", error.what());
+      report_fault(cudaErrorLaunchFailure, "Exception thrown by kernel code", error.what());
+      threw = true;
     } catch (...) {
-      fault(cudaErrorLaunchFailure, "Exception thrown by kernel code", "(not a std::exception)");
+      report_fault(cudaErrorLaunchFailure, "Exception thrown by kernel code",
+                   "(not a std::exception)");
+      threw = true;
     }
+    if (threw) stop_thread();  // the exception object is gone by now
     thread->state = State::exited;
     yield_to_host();  // resumed at the top of the loop with the next thread in h.current
   }
@@ -213,7 +235,7 @@ void resume(CudaThread& t) {
     }
   }
   h.current = &t;
-  threadIdx = t.idx;
+  t_thread_idx = t.idx;
   t_clock.thread = t.linear;
   t_clock.lane_epoch = t.lane_epoch;
   t.state = State::ready;
@@ -412,7 +434,7 @@ bool run_block(const GridLaunch& launch, uint3 block_idx, Rng& rng,
   HostState& h = host();
   h.block_idx = block_idx;
   h.threads = &threads;
-  blockIdx = block_idx;
+  t_block_idx = block_idx;
   const dim3 b = launch.block;
   const size_t n = size_t(b.x) * b.y * b.z;
   threads.assign(n, CudaThread{});
@@ -464,9 +486,12 @@ void abandon(std::vector<CudaThread>& threads) {
 
 }  // namespace
 
-void fault(cudaError_t error, const std::string& check, const std::string& detail) {
+void report_fault(cudaError_t error, const std::string& check, const std::string& detail) {
   HostState& h = host();
   report(*h.current, error, check, detail);
+}
+
+void stop_thread() {
   for (;;) yield_to_host();  // the host never resumes a faulted grid
 }
 
@@ -484,19 +509,33 @@ void run_grid(const GridLaunch& launch) {
   }
   h.launch = &launch;
   h.faulted = false;
-  gridDim = launch.grid;
-  blockDim = launch.block;
+  init_shared_memory();
+  reset_access_cache();
+  t_grid_dim = launch.grid;
+  t_block_dim = launch.block;
   Rng rng{launch.seed};
   std::vector<CudaThread> threads;
   std::vector<uint32_t> order;
+  // Blocks run one at a time in a seeded order (an affine permutation of the linear block
+  // index), since a card promises no order between blocks.
   const dim3 g = launch.grid;
-  for (unsigned z = 0; z < g.z && !h.faulted; ++z)
-    for (unsigned y = 0; y < g.y && !h.faulted; ++y)
-      for (unsigned x = 0; x < g.x && !h.faulted; ++x)
-        if (!run_block(launch, uint3{x, y, z}, rng, threads, order)) {
-          abandon(threads);
-          break;
-        }
+  const uint64_t blocks = uint64_t(g.x) * g.y * g.z;
+  uint64_t stride = 1, offset = 0;
+  if (blocks > 1) {
+    offset = rng.next() % blocks;
+    do {
+      stride = 1 + rng.next() % (blocks - 1);
+    } while (std::gcd(stride, blocks) != 1);
+  }
+  for (uint64_t i = 0; i < blocks; ++i) {
+    const uint64_t b = (offset + static_cast<unsigned __int128>(stride) * i % blocks) % blocks;
+    const uint3 index{unsigned(b % g.x), unsigned(b / g.x % g.y),
+                      unsigned(b / (uint64_t(g.x) * g.y))};
+    if (!run_block(launch, index, rng, threads, order)) {
+      abandon(threads);
+      break;
+    }
+  }
   h.launch = nullptr;
   h.current = nullptr;
 }
@@ -530,15 +569,19 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int operand, 
                          const std::source_location& site) {
   CudaThread& t = running_thread(op_name(op), site);
   if (!(mask >> t.lane & 1u)) {
-    std::ostringstream detail;
-    detail << op_name(op) << " at " << site_text(site) << ": mask 0x" << std::hex << mask
-           << std::dec << " does not name the calling lane " << t.lane;
-    fault(cudaErrorLaunchFailure, "synccheck: Invalid mask", detail.str());
+    {
+      std::ostringstream detail;
+      detail << op_name(op) << " at " << site_text(site) << ": mask 0x" << std::hex << mask
+             << std::dec << " does not name the calling lane " << t.lane;
+      report_fault(cudaErrorLaunchFailure, "synccheck: Invalid mask", detail.str());
+    }
+    stop_thread();
   }
   if (width <= 0 || width > kWarp || (width & (width - 1)) != 0) {
-    fault(cudaErrorLaunchFailure, "synccheck: Invalid shuffle width",
-          std::string(op_name(op)) + " at " + site_text(site) + ": width " + std::to_string(width) +
-              " is not a power of 2 up to 32");
+    report_fault(cudaErrorLaunchFailure, "synccheck: Invalid shuffle width",
+                 std::string(op_name(op)) + " at " + site_text(site) + ": width " +
+                     std::to_string(width) + " is not a power of 2 up to 32");
+    stop_thread();
   }
   t.state = State::at_warp_op;
   t.op = op;
@@ -562,7 +605,9 @@ unsigned active_lanes() {
 }
 
 void trap(const char* what, const std::source_location& site) {
-  fault(cudaErrorLaunchFailure, "Device-side trap", std::string(what) + " at " + site_text(site));
+  report_fault(cudaErrorLaunchFailure, "Device-side trap",
+               std::string(what) + " at " + site_text(site));
+  stop_thread();
 }
 
 }  // namespace sonata::emu::exec

@@ -40,9 +40,16 @@ extern __thread bool t_in_kernel __attribute__((tls_model("initial-exec")));
 extern __thread ThreadClock t_clock __attribute__((tls_model("initial-exec")));
 
 // Reports a failed check for the running CUDA thread (message: compute-sanitizer's layout,
-// naming the check, the kernel, the block and the thread, then `detail` lines) and stops
-// the grid: the thread never resumes.
-[[noreturn]] void fault(cudaError_t error, const std::string& check, const std::string& detail);
+// naming the check, the kernel, the block and the thread, then `detail` lines) and marks
+// the grid as faulted. The caller then calls stop_thread(), after its own strings are
+// gone: a stopped fiber is abandoned, never unwound, so whatever its frames own leaks.
+void report_fault(cudaError_t error, const std::string& check, const std::string& detail);
+// Leaves the running CUDA thread for good (after report_fault): the host stops the grid.
+[[noreturn]] void stop_thread();
+
+// Empties the cache of device memory known to pass the checks (emu/exec/tsan_hooks.cpp);
+// called at each grid start, since frees and copies happen between grids.
+void reset_access_cache();
 
 // The dynamic shared memory of the running launch and the limit on static shared memory.
 size_t current_dynamic_shared_bytes();

@@ -12,16 +12,12 @@
 
 #include "emu/exec/executor.h"
 #include "emu/runtime/device_work.h"
+#include "emu/runtime/error_state.h"
+#include "emu/runtime/function_attributes.h"
 
 namespace sonata::emu {
 
 namespace {
-
-std::mutex g_attributes_mutex;
-std::map<const void*, int>& attributes() {
-  static auto* map = new std::map<const void*, int>;
-  return *map;
-}
 
 std::atomic<uint64_t> g_launches{0};
 std::atomic<int64_t> g_seed_override{-1};
@@ -48,7 +44,7 @@ cudaError_t refuse(cudaError_t error, const char* kernel_name, const std::string
                error == cudaErrorInvalidConfiguration ? "cudaErrorInvalidConfiguration"
                                                       : "cudaErrorInvalidValue",
                why.c_str());
-  set_last_error(error);
+  record_error(error);
   return error;
 }
 
@@ -63,19 +59,6 @@ std::string dims(dim3 d) {
 void reset_lane_order(uint64_t seed) {
   g_seed_override = int64_t(seed & 0x7fffffffffffffffull);
   g_launches = 0;
-}
-
-cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes) {
-  if (bytes < 0 || size_t(bytes) > kOptInSharedBytes) return cudaErrorInvalidValue;
-  std::lock_guard lock(g_attributes_mutex);
-  attributes()[kernel] = bytes;
-  return cudaSuccess;
-}
-
-int max_dynamic_shared_bytes(const void* kernel) {
-  std::lock_guard lock(g_attributes_mutex);
-  const auto it = attributes().find(kernel);
-  return it == attributes().end() ? int(kDefaultSharedBytes) : it->second;
 }
 
 cudaError_t launch_kernel(const void* kernel, const char* kernel_name, dim3 grid, dim3 block,

@@ -22,12 +22,6 @@ cudaError_t launch_kernel(const void* kernel, const char* kernel_name, dim3 grid
                           size_t dynamic_shared_bytes, cudaStream_t stream,
                           std::function<void()> thread_body);
 
-// cudaFuncAttributeMaxDynamicSharedMemorySize for `kernel` (the runtime has no getter for
-// it yet, so the executor keeps its own registry, keyed by function pointer). Returns
-// cudaErrorInvalidValue for a value above the card's 227 KiB opt-in limit.
-cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes);
-int max_dynamic_shared_bytes(const void* kernel);
-
 // Restarts the seeded lane order as at process start with SONATA_EMU_SEED=seed (tests and
 // tools that compare orders within one process).
 void reset_lane_order(uint64_t seed);

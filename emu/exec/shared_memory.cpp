@@ -4,6 +4,7 @@
 #include <link.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -105,35 +106,64 @@ std::string access_text(SharedAccess kind, size_t bytes, uintptr_t address) {
   return out.str();
 }
 
-[[noreturn]] void race(const char* what, SharedAccess kind, size_t bytes, uintptr_t address,
-                       uintptr_t byte, unsigned other, const char* other_access, const void* pc) {
-  const dim3 b = blockDim;
+__attribute__((noinline)) void report_race(const char* what, SharedAccess kind, size_t bytes,
+                                           uintptr_t address, uintptr_t byte, unsigned other,
+                                           const char* other_access, const void* pc) {
+  const dim3 b = block_dim();
   std::ostringstream detail;
   detail << access_text(kind, bytes, address) << " (pc " << pc << ")\n"
          << "Race on byte 0x" << std::hex << byte << std::dec << " with a " << other_access
          << " by thread (" << other % b.x << ',' << other / b.x % b.y << ',' << other / (b.x * b.y)
          << ") in the same barrier interval, not ordered by a barrier"
          << " or a warp collective";
-  fault(cudaErrorLaunchFailure, std::string("racecheck: ") + what, detail.str());
+  report_fault(cudaErrorLaunchFailure, std::string("racecheck: ") + what, detail.str());
+}
+
+__attribute__((noinline)) void report_footprint(SharedAccess kind, size_t bytes,
+                                                uintptr_t address) {
+  std::ostringstream detail;
+  detail << "The block touches more than " << kStaticSharedLimit
+         << " bytes of __shared__ memory; a card refuses more than 48 KiB of static "
+            "shared memory per block\n"
+         << access_text(kind, bytes, address);
+  report_fault(cudaErrorInvalidValue, "Too much static __shared__ memory", detail.str());
+}
+
+__attribute__((noinline)) void report_uninitialised(SharedAccess kind, size_t bytes,
+                                                    uintptr_t address, uintptr_t byte,
+                                                    const void* pc) {
+  std::ostringstream detail;
+  detail << access_text(kind, bytes, address) << " (pc " << pc << ")\n"
+         << "Byte 0x" << std::hex << byte << std::dec
+         << " was not written by this block (shared memory starts undefined)";
+  report_fault(cudaErrorLaunchFailure, "initcheck: Uninitialized __shared__ memory read",
+               detail.str());
 }
 
 }  // namespace
 
-bool in_shared_memory(uintptr_t address) {
-  if (!g_ranges) ranges();
-  for (const Range& r : *g_ranges)
-    if (address - r.begin < r.end - r.begin) return true;
-  return false;
+SharedHull g_shared_hull;
+
+void init_shared_memory() {
+  if (g_ranges) return;
+  for (const Range& r : ranges()) {
+    if (g_shared_hull.begin == g_shared_hull.end) {
+      g_shared_hull = SharedHull{r.begin, r.end};
+    } else {
+      g_shared_hull.begin = std::min(g_shared_hull.begin, r.begin);
+      g_shared_hull.end = std::max(g_shared_hull.end, r.end);
+    }
+  }
 }
 
 void begin_block_shared(size_t) {
-  if (!g_ranges) ranges();
   g_block_footprint = 0;
 }
 
-void shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const void* pc) {
+bool shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const void* pc) {
   const Range* range = find(address);
-  if (!range || address + bytes > range->end) return;
+  if (!range) return false;
+  if (address + bytes > range->end) bytes = range->end - address;
   const ThreadClock clock = t_clock;
   const uint32_t warp = clock.thread / kWarp;
   ByteShadow* s = range->shadow + (address - range->begin);
@@ -141,32 +171,27 @@ void shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const voi
     if (s->touched_block != clock.block_serial) {
       s->touched_block = clock.block_serial;
       if (++g_block_footprint > kStaticSharedLimit) {
-        std::ostringstream detail;
-        detail << "The block touches more than " << kStaticSharedLimit
-               << " bytes of __shared__ memory; a card refuses more than 48 KiB of static "
-                  "shared memory per block\n"
-               << access_text(kind, bytes, address);
-        fault(cudaErrorInvalidValue, "Too much static __shared__ memory", detail.str());
+        report_footprint(kind, bytes, address);
+        stop_thread();
       }
     }
     const bool write_ordered = s->writer / kWarp == warp && s->write_epoch < clock.lane_epoch;
     if (kind != SharedAccess::write) {
       if (s->init_block != clock.block_serial) {
-        std::ostringstream detail;
-        detail << access_text(kind, bytes, address) << " (pc " << pc << ")\n"
-               << "Byte 0x" << std::hex << address + i << std::dec
-               << " was not written by this block (shared memory starts undefined)";
-        fault(cudaErrorLaunchFailure, "initcheck: Uninitialized __shared__ memory read",
-              detail.str());
+        report_uninitialised(kind, bytes, address, address + i, pc);
+        stop_thread();
       }
     }
     if (kind == SharedAccess::atomic) {
       s->init_block = clock.block_serial;
       continue;
     }
-    if (s->write_interval == clock.interval && s->writer != clock.thread && !write_ordered)
-      race(kind == SharedAccess::read ? "Read-after-write hazard" : "Write-after-write hazard",
-           kind, bytes, address, address + i, s->writer, "write", pc);
+    if (s->write_interval == clock.interval && s->writer != clock.thread && !write_ordered) {
+      report_race(
+          kind == SharedAccess::read ? "Read-after-write hazard" : "Write-after-write hazard", kind,
+          bytes, address, address + i, s->writer, "write", pc);
+      stop_thread();
+    }
     if (kind == SharedAccess::read) {
       if (s->read_interval != clock.interval) {
         s->read_interval = clock.interval;
@@ -197,14 +222,18 @@ void shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const voi
         hazard = false;
       else
         hazard = s->reader != clock.thread || (s->read_flags & kSeveralReaders);
-      if (hazard)
-        race("Write-after-read hazard", kind, bytes, address, address + i, s->reader, "read", pc);
+      if (hazard) {
+        report_race("Write-after-read hazard", kind, bytes, address, address + i, s->reader, "read",
+                    pc);
+        stop_thread();
+      }
     }
     s->write_interval = clock.interval;
     s->write_epoch = clock.lane_epoch;
     s->writer = uint16_t(clock.thread);
     s->init_block = clock.block_serial;
   }
+  return true;
 }
 
 }  // namespace sonata::emu::exec

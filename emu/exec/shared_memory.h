@@ -15,12 +15,25 @@ namespace sonata::emu::exec {
 
 enum class SharedAccess : uint8_t { read, write, atomic };
 
-// Whether `address` is in the static data treated as shared memory. A couple of compares.
-bool in_shared_memory(uintptr_t address);
+// The hull of the static data treated as shared memory (set by init_shared_memory).
+struct SharedHull {
+  uintptr_t begin = 0, end = 0;
+};
+extern SharedHull g_shared_hull;
+
+// Finds the static data ranges (once; called at each grid start, cheap after the first).
+void init_shared_memory();
+
+// Whether `address` may be shared memory: one compare against the hull; shared_access
+// then looks at the ranges and returns false for an address in none of them.
+inline bool maybe_shared(uintptr_t address) {
+  return address - g_shared_hull.begin < g_shared_hull.end - g_shared_hull.begin;
+}
 
 // Checks and records an access of `bytes` bytes by the running CUDA thread; faults on a
-// race, an uninitialised read or a block footprint above the static limit.
-void shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const void* pc);
+// race, an uninitialised read or a block footprint above the static limit. Returns false
+// (and does nothing) when `address` is not shared memory after all.
+bool shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const void* pc);
 
 // Starts a block: limits the static footprint to 48 KiB.
 void begin_block_shared(size_t dynamic_shared_bytes);

@@ -30,9 +30,8 @@ const char* verdict_text(AccessVerdict verdict) {
   }
 }
 
-[[noreturn]] __attribute__((noinline)) void global_fault(const void* address, size_t bytes,
-                                                         AccessKind kind, const AccessCheck& c,
-                                                         bool atomic, const void* pc) {
+__attribute__((noinline)) void report_global(const void* address, size_t bytes, AccessKind kind,
+                                             const AccessCheck& c, bool atomic, const void* pc) {
   std::ostringstream check, detail;
   if (c.verdict == AccessVerdict::uninitialised) {
     check << "initcheck: Uninitialized __global__ memory read of size " << bytes << " bytes";
@@ -45,28 +44,60 @@ const char* verdict_text(AccessVerdict verdict) {
   }
   detail << "Address " << address << ' ' << verdict_text(c.verdict) << " (pc " << pc << ")";
   if (!c.detail.empty()) detail << '\n' << c.detail;
-  fault(
+  report_fault(
       c.verdict == AccessVerdict::uninitialised ? cudaErrorLaunchFailure : cudaErrorIllegalAddress,
       check.str(), detail.str());
 }
 
+// Granules of device memory known to be live and fully initialised during this grid:
+// no access to them can fail a check or change the memory map (a write to initialised
+// bytes leaves them initialised), so they skip check_access. Nothing frees or allocates
+// while a grid runs (work runs one piece at a time), so the cache holds for the whole grid;
+// reset_access_cache() empties it at each grid start.
+constexpr int kGranuleShift = 6;  // 64 bytes
+constexpr size_t kCacheEntries = 4096;
+__thread uintptr_t t_granules[kCacheEntries] __attribute__((tls_model("initial-exec")));
+
+inline bool cached(uintptr_t a, size_t bytes) {
+  const uintptr_t first = a >> kGranuleShift, last = (a + bytes - 1) >> kGranuleShift;
+  return t_granules[first % kCacheEntries] == first &&
+         (last == first || t_granules[last % kCacheEntries] == last);
+}
+
 __attribute__((noinline)) void check_global(const void* address, size_t bytes, AccessKind kind,
                                             bool atomic, const void* pc) {
-  const AccessCheck c = check_access(address, bytes, kind);
-  if (c.verdict == AccessVerdict::ok || c.verdict == AccessVerdict::outside_device_memory) return;
-  global_fault(address, bytes, kind, c, atomic, pc);
+  {
+    const AccessCheck c = check_access(address, bytes, kind);
+    if (c.verdict == AccessVerdict::ok || c.verdict == AccessVerdict::outside_device_memory) {
+      if (c.verdict == AccessVerdict::outside_device_memory) return;
+      // Probe the whole granule after a read, or after a write that completes it: a read
+      // probe has no side effect, and an ok verdict makes later accesses skip the map.
+      const uintptr_t a = reinterpret_cast<uintptr_t>(address);
+      const uintptr_t granule = a >> kGranuleShift;
+      const bool completes = ((a + bytes) & ((uintptr_t(1) << kGranuleShift) - 1)) == 0;
+      if ((kind == AccessKind::read || completes) && (a + bytes - 1) >> kGranuleShift == granule &&
+          check_access(reinterpret_cast<const void*>(granule << kGranuleShift),
+                       size_t(1) << kGranuleShift, AccessKind::read)
+                  .verdict == AccessVerdict::ok)
+        t_granules[granule % kCacheEntries] = granule;
+      return;
+    }
+    report_global(address, bytes, kind, c, atomic, pc);
+  }
+  stop_thread();  // after `c` is gone
 }
 
 // The common path of every hook: range compares, then the checks.
 inline __attribute__((always_inline)) void access(const void* address, size_t bytes, bool write,
                                                   const void* pc) {
-  if (!t_in_kernel) return;
+  if (!t_in_kernel || bytes == 0) return;
   const uintptr_t a = reinterpret_cast<uintptr_t>(address);
-  if (in_shared_memory(a)) {
-    shared_access(a, bytes, write ? SharedAccess::write : SharedAccess::read, pc);
-  } else if (in_device_arena(address)) {
+  if (cached(a, bytes)) return;
+  if (maybe_shared(a) &&
+      shared_access(a, bytes, write ? SharedAccess::write : SharedAccess::read, pc))
+    return;
+  if (in_device_arena(address))
     check_global(address, bytes, write ? AccessKind::write : AccessKind::read, false, pc);
-  }
 }
 
 inline __attribute__((always_inline)) void atomic_access(const volatile void* address, size_t bytes,
@@ -74,15 +105,22 @@ inline __attribute__((always_inline)) void atomic_access(const volatile void* ad
   if (!t_in_kernel) return;
   const void* p = const_cast<const void*>(address);
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  if (in_shared_memory(a)) {
-    shared_access(a, bytes, reads ? SharedAccess::atomic : SharedAccess::write, pc);
-  } else if (in_device_arena(p)) {
+  if (cached(a, bytes)) return;
+  if (maybe_shared(a) &&
+      shared_access(a, bytes, reads ? SharedAccess::atomic : SharedAccess::write, pc))
+    return;
+  if (in_device_arena(p)) {
     if (reads) check_global(p, bytes, AccessKind::read, true, pc);
     if (writes) check_global(p, bytes, AccessKind::write, true, pc);
   }
 }
 
 }  // namespace
+
+void reset_access_cache() {
+  for (uintptr_t& granule : t_granules) granule = 0;
+}
+
 }  // namespace sonata::emu::exec
 
 using sonata::emu::exec::access;

@@ -1,4 +1,11 @@
 #pragma once
+#if defined(CUBLAS_API_H_) && !defined(SONATA_EMU_CUBLAS_API_H)
+#error \
+    "the CUDA toolkit's cublas_api.h was included before the emulator's (emu/include): put emu/include first"
+#endif
+// The toolkit's include guard, so that a toolkit header included later finds this one.
+#define CUBLAS_API_H_
+#define SONATA_EMU_CUBLAS_API_H
 // The emulator's cuBLAS: the subset sonata calls, with cuBLAS's enum values and signatures.
 // Every call that touches device memory is one piece of work on the handle's stream, with
 // the exact ranges it reads and writes (emu/libs/cublas.cpp).

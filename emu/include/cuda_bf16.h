@@ -217,3 +217,18 @@ inline bool operator>(const __nv_bfloat16& a, const __nv_bfloat16& b) {
 inline bool operator>=(const __nv_bfloat16& a, const __nv_bfloat16& b) {
   return __hge(a, b);
 }
+
+// atomicAdd on __nv_bfloat16 (sm_70+/sm_80+): a 16-bit compare-and-swap loop, rounding the float
+// sum once, as the card does. Under the kernel flags each __atomic builtin is a checked
+// atomic access.
+inline __nv_bfloat16 atomicAdd(__nv_bfloat16* address, __nv_bfloat16 value) {
+  unsigned short* bits = reinterpret_cast<unsigned short*>(address);
+  unsigned short old = __atomic_load_n(bits, __ATOMIC_RELAXED);
+  for (;;) {
+    const __nv_bfloat16 current = __ushort_as_bfloat16(old);
+    const unsigned short desired =
+        __bfloat16_as_ushort(__nv_bfloat16(float(current) + float(value)));
+    if (__atomic_compare_exchange_n(bits, &old, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return current;
+  }
+}

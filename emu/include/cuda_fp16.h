@@ -267,3 +267,17 @@ inline bool operator>(const __half& a, const __half& b) {
 inline bool operator>=(const __half& a, const __half& b) {
   return __hge(a, b);
 }
+
+// atomicAdd on __half (sm_70+/sm_80+): a 16-bit compare-and-swap loop, rounding the float
+// sum once, as the card does. Under the kernel flags each __atomic builtin is a checked
+// atomic access.
+inline __half atomicAdd(__half* address, __half value) {
+  unsigned short* bits = reinterpret_cast<unsigned short*>(address);
+  unsigned short old = __atomic_load_n(bits, __ATOMIC_RELAXED);
+  for (;;) {
+    const __half current = __ushort_as_half(old);
+    const unsigned short desired = __half_as_ushort(__half(float(current) + float(value)));
+    if (__atomic_compare_exchange_n(bits, &old, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return current;
+  }
+}

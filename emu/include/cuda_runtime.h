@@ -27,15 +27,8 @@ template <class T>
 inline cudaError_t cudaHostAlloc(T** pointer, size_t bytes, unsigned int flags) {
   return ::cudaHostAlloc(reinterpret_cast<void**>(pointer), bytes, flags);
 }
-// The function-pointer overload records the dynamic shared memory opt-in where
-// launch_kernel checks it (the runtime's C function has no getter for it).
 template <class T>
 inline cudaError_t cudaFuncSetAttribute(T* entry, enum cudaFuncAttribute attribute, int value) {
-  if (attribute == cudaFuncAttributeMaxDynamicSharedMemorySize) {
-    const cudaError_t error =
-        sonata::emu::set_max_dynamic_shared_bytes(reinterpret_cast<const void*>(entry), value);
-    if (error != cudaSuccess) return error;
-  }
   return ::cudaFuncSetAttribute(reinterpret_cast<const void*>(entry), attribute, value);
 }
 template <class T>

@@ -1,4 +1,11 @@
 #pragma once
+#if defined(CUDNN_H_) && !defined(SONATA_EMU_CUDNN_H)
+#error \
+    "the CUDA toolkit's cudnn.h was included before the emulator's (emu/include): put emu/include first"
+#endif
+// The toolkit's include guard, so that a toolkit header included later finds this one.
+#define CUDNN_H_
+#define SONATA_EMU_CUDNN_H
 // The emulator's cuDNN: the legacy convolution API sonata calls (handles, 4-d tensor, filter
 // and convolution descriptors, algorithm search and workspace sizes, forward, backward data,
 // backward filter, backward bias, add tensor), with cuDNN 9's values and signatures. Every

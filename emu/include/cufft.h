@@ -1,4 +1,11 @@
 #pragma once
+#if defined(_CUFFT_H_) && !defined(SONATA_EMU_CUFFT_H)
+#error \
+    "the CUDA toolkit's cufft.h was included before the emulator's (emu/include): put emu/include first"
+#endif
+// The toolkit's include guard, so that a toolkit header included later finds this one.
+#define _CUFFT_H_
+#define SONATA_EMU_CUFFT_H
 // The emulator's cuFFT: plans (cufftPlanMany, or cufftCreate + cufftMakePlanMany), work
 // areas (auto-allocated by cudaMalloc, or the caller's with cufftSetAutoAllocation(0) +
 // cufftSetWorkArea), streams and R2C/C2R/C2C executions as work on the plan's stream

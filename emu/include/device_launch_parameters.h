@@ -1,13 +1,21 @@
 #pragma once
 // CUDA's built-in variables (threadIdx, blockIdx, blockDim, gridDim, warpSize) for the
-// emulator: per host thread, set by the executor each time it switches to a CUDA thread's
-// fiber, so kernel code reads them as on a card.
+// emulator. Each reads the running CUDA thread's value through a call into the executor
+// (emu/exec/executor.cpp), which is not instrumented: a plain thread-local variable would
+// cost a checked access (a __tsan hook) per read in kernel code. The functions are `const`
+// (the compiler may reuse a result within a function): a CUDA thread's indices never
+// change while it runs, and each fiber sees its own.
 #include "vector_types.h"
 
-// __thread, not thread_local: no dynamic initialisation, so reads compile to one
-// TLS-relative load (initial-exec: the executor is linked statically).
-extern __thread uint3 threadIdx __attribute__((tls_model("initial-exec")));
-extern __thread uint3 blockIdx __attribute__((tls_model("initial-exec")));
-extern __thread dim3 blockDim __attribute__((tls_model("initial-exec")));
-extern __thread dim3 gridDim __attribute__((tls_model("initial-exec")));
+namespace sonata::emu::exec {
+uint3 thread_idx() __attribute__((const));
+uint3 block_idx() __attribute__((const));
+dim3 block_dim() __attribute__((const));
+dim3 grid_dim() __attribute__((const));
+}  // namespace sonata::emu::exec
+
+#define threadIdx (::sonata::emu::exec::thread_idx())
+#define blockIdx (::sonata::emu::exec::block_idx())
+#define blockDim (::sonata::emu::exec::block_dim())
+#define gridDim (::sonata::emu::exec::grid_dim())
 constexpr int warpSize = 32;

@@ -1,4 +1,11 @@
 #pragma once
+#if defined(__LIBRARY_TYPES_H__) && !defined(SONATA_EMU_LIBRARY_TYPES_H)
+#error \
+    "the CUDA toolkit's library_types.h was included before the emulator's (emu/include): put emu/include first"
+#endif
+// The toolkit's include guard, so that a toolkit header included later finds this one.
+#define __LIBRARY_TYPES_H__
+#define SONATA_EMU_LIBRARY_TYPES_H
 // The emulator's library_types.h: the data types cuBLAS and cuFFT take (values as CUDA's).
 typedef enum cudaDataType_t {
   CUDA_R_16F = 2,

@@ -1,4 +1,11 @@
 #pragma once
+#if defined(NCCL_H_) && !defined(SONATA_EMU_NCCL_H)
+#error \
+    "the CUDA toolkit's nccl.h was included before the emulator's (emu/include): put emu/include first"
+#endif
+// The toolkit's include guard, so that a toolkit header included later finds this one.
+#define NCCL_H_
+#define SONATA_EMU_NCCL_H
 // The emulator's NCCL: communicators of ranks in one process (threads, each on its own
 // emulated device) or in several (mpirun), meeting in POSIX shared memory named from the
 // ncclUniqueId. Each collective or group is one piece of work on the given stream; when it

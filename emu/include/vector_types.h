@@ -1,6 +1,5 @@
 #pragma once
-// The toolkit's include guard, so that a toolkit header included later finds this one
-// (emu-runtime's rule for every drop-in header).
+// The toolkit's include guard, so that a toolkit header included later finds this one.
 #define __VECTOR_TYPES_H__
 // CUDA's built-in vector types (vector_types.h) and their make_* helpers
 // (vector_functions.h) for the emulator: same members, sizes and alignments as the

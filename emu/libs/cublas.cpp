@@ -133,7 +133,7 @@ cublasStatus_t gemm(const GemmArgs& g) {
     return fail(CUBLAS_STATUS_NOT_SUPPORTED, std::string(g.name) +
                                                  ": the emulator takes alpha and beta on the host "
                                                  "only (CUBLAS_POINTER_MODE_HOST)");
-  const int stream_device = sonata::emu::stream_device(g.handle->stream);
+  const int stream_device = sonata::emu::stream_device_for(g.handle->stream, g.name);
   if (stream_device != g.handle->device)
     return fail(CUBLAS_STATUS_EXECUTION_FAILED,
                 std::string(g.name) + ": the handle was created on device " +
@@ -153,18 +153,15 @@ cublasStatus_t gemm(const GemmArgs& g) {
   const bool reads_ab = g.k > 0 && alpha != 0.0;
   for (int64_t b = 0; b < g.batch; ++b) {
     if (reads_ab) {
-      sonata::emu::add_range(work.reads, sonata::emu::strided_range(
-                                             static_cast<const char*>(g.A) + b * g.stride_a * eb,
-                                             a_rows, a_cols, g.lda, eb));
-      sonata::emu::add_range(work.reads, sonata::emu::strided_range(
-                                             static_cast<const char*>(g.B) + b * g.stride_b * eb,
-                                             b_rows, b_cols, g.ldb, eb));
+      sonata::emu::add_strided(work.reads, static_cast<const char*>(g.A) + b * g.stride_a * eb,
+                               a_rows, a_cols, g.lda, eb);
+      sonata::emu::add_strided(work.reads, static_cast<const char*>(g.B) + b * g.stride_b * eb,
+                               b_rows, b_cols, g.ldb, eb);
     }
-    const sonata::emu::MemRange c = sonata::emu::strided_range(
-        static_cast<const char*>(g.C) + b * g.stride_c * eb, g.m, g.n, g.ldc, eb);
+    const char* c = static_cast<const char*>(g.C) + b * g.stride_c * eb;
     // BLAS: with beta == 0, C is not read (it may hold NaN or never have been written).
-    if (beta != 0.0) sonata::emu::add_range(work.reads, c);
-    sonata::emu::add_range(work.writes, c);
+    if (beta != 0.0) sonata::emu::add_strided(work.reads, c, g.m, g.n, g.ldc, eb);
+    sonata::emu::add_strided(work.writes, c, g.m, g.n, g.ldc, eb);
   }
   // cuBLAS may use all of the workspace it was given.
   if (g.handle->workspace && g.handle->workspace_bytes > 0)
@@ -173,32 +170,45 @@ cublasStatus_t gemm(const GemmArgs& g) {
   GemmArgs a = g;
   work.run = [a, elem, arith, alpha, beta, ta, tb] {
     const int64_t eb = sonata::emu::elem_size(elem);
-    auto operand = [&](const void* base, int64_t batch, long long stride, int64_t index) {
-      const double v =
-          sonata::emu::load_elem(elem, static_cast<const char*>(base) + batch * stride * eb, index);
-      if (arith.tf32_inputs) return double(sonata::emu::round_to_tf32(float(v)));
-      return v;
+    // op(A) as m x k and op(B) as k x n, row by row, as the arithmetic sees the values
+    // (TF32-rounded where tensor cores may be used), so the product loop does arithmetic only.
+    std::vector<double> op_a(size_t(a.m * a.k)), op_b(size_t(a.n * a.k));
+    auto value = [&](const void* base, int64_t index) {
+      const double v = sonata::emu::load_elem(elem, base, index);
+      return arith.tf32_inputs ? double(sonata::emu::round_to_tf32(float(v))) : v;
     };
+    const bool wide = arith.double_accumulate || arith.compute_64;
     for (int64_t b = 0; b < a.batch; ++b) {
       char* c_base = static_cast<char*>(a.C) + b * a.stride_c * eb;
+      if (alpha != 0.0 && a.k > 0) {
+        const char* a_base = static_cast<const char*>(a.A) + b * a.stride_a * eb;
+        const char* b_base = static_cast<const char*>(a.B) + b * a.stride_b * eb;
+        for (int64_t i = 0; i < a.m; ++i)
+          for (int64_t l = 0; l < a.k; ++l)
+            op_a[size_t(i * a.k + l)] = value(a_base, ta ? l + i * a.lda : i + l * a.lda);
+        for (int64_t j = 0; j < a.n; ++j)
+          for (int64_t l = 0; l < a.k; ++l)
+            op_b[size_t(j * a.k + l)] = value(b_base, tb ? j + l * a.ldb : l + j * a.ldb);
+      }
       for (int64_t j = 0; j < a.n; ++j)
         for (int64_t i = 0; i < a.m; ++i) {
           double sum = 0.0;
           float sum_f = 0.0f;
-          if (alpha != 0.0)
+          if (alpha != 0.0) {
+            const double* row = op_a.data() + i * a.k;
+            const double* col = op_b.data() + j * a.k;
             for (int64_t l = 0; l < a.k; ++l) {
-              const double x = operand(a.A, b, a.stride_a, ta ? l + i * a.lda : i + l * a.lda);
-              const double y = operand(a.B, b, a.stride_b, tb ? j + l * a.ldb : l + j * a.ldb);
-              if (arith.double_accumulate || arith.compute_64)
-                sum += x * y;
+              if (wide)
+                sum += row[l] * col[l];
               else
-                sum_f += float(x) * float(y);  // exact: fp16/bf16 products fit in fp32
+                sum_f += float(row[l]) * float(col[l]);  // exact: fp16/bf16 products fit in fp32
             }
-          double value = (arith.double_accumulate || arith.compute_64) ? sum : double(sum_f);
-          if (!arith.compute_64) value = double(float(value));
-          value *= alpha;
-          if (beta != 0.0) value += beta * sonata::emu::load_elem(elem, c_base, i + j * a.ldc);
-          sonata::emu::store_elem(elem, c_base, i + j * a.ldc, value);
+          }
+          double result = wide ? sum : double(sum_f);
+          if (!arith.compute_64) result = double(float(result));
+          result *= alpha;
+          if (beta != 0.0) result += beta * sonata::emu::load_elem(elem, c_base, i + j * a.ldc);
+          sonata::emu::store_elem(elem, c_base, i + j * a.ldc, result);
         }
     }
   };
@@ -215,7 +225,9 @@ cublasStatus_t gemm(const GemmArgs& g) {
 cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
   if (!handle) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasCreate: null handle pointer");
   auto context = std::make_unique<cublasContext>();
-  context->device = sonata::emu::current_device();
+  context->device = sonata::emu::device_for("cublasCreate");
+  if (context->device < 0)
+    return fail(CUBLAS_STATUS_NOT_INITIALIZED, "cublasCreate: no device for this thread");
   *handle = context.release();
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -114,7 +114,7 @@ cudnnStatus_t geometry(const cudnnTensorStruct* x, const cudnnFilterStruct* w,
 
 cudnnStatus_t check_stream(cudnnHandle_t handle, const char* call) {
   if (!handle) return fail(CUDNN_STATUS_BAD_PARAM, std::string(call) + ": null handle");
-  const int device = stream_device(handle->stream);
+  const int device = stream_device_for(handle->stream, call);
   if (device != handle->device)
     return fail(CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH,
                 std::string(call) + ": the handle was created on device " +
@@ -158,7 +158,9 @@ const char* cudnnGetErrorString(cudnnStatus_t status) {
 cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
   if (!handle) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnCreate: null handle pointer");
   auto context = std::make_unique<cudnnContext>();
-  context->device = sonata::emu::current_device();
+  context->device = sonata::emu::device_for("cudnnCreate");
+  if (context->device < 0)
+    return fail(CUDNN_STATUS_NOT_INITIALIZED, "cudnnCreate: no device for this thread");
   *handle = context.release();
   return CUDNN_STATUS_SUCCESS;
 }
@@ -170,7 +172,7 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
 
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
   if (!handle) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetStream: null handle");
-  const int device = sonata::emu::stream_device(stream);
+  const int device = sonata::emu::stream_device_for(stream, "cudnnSetStream");
   if (device != handle->device)
     return fail(CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH,
                 "cudnnSetStream: the stream belongs to device " + std::to_string(device) +

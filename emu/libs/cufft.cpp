@@ -132,7 +132,9 @@ cufftResult make(cufftHandle handle, int rank, int* n, int* inembed, int istride
   const cufftResult configured = configure(*plan, rank, n, inembed, istride, idist, onembed,
                                            ostride, odist, type, batch, call);
   if (configured != CUFFT_SUCCESS) return configured;
-  plan->device = sonata::emu::current_device();
+  plan->device = sonata::emu::device_for(call);
+  if (plan->device < 0)
+    return fail(CUFFT_INVALID_DEVICE, std::string(call) + ": no device for this thread");
   if (plan->auto_allocate) {
     if (cudaMalloc(&plan->work_area, plan->work_size) != cudaSuccess)
       return fail(CUFFT_ALLOC_FAILED, std::string(call) + ": cudaMalloc of the " +
@@ -200,7 +202,7 @@ cufftResult exec(cufftHandle handle, const void* idata, void* odata, int directi
                 std::string(call) + ": plan " + std::to_string(handle) +
                     " has auto-allocation off and no work area (cufftSetWorkArea with the " +
                     std::to_string(p.work_size) + " bytes cufftGetSize reports)");
-  const int stream_device = sonata::emu::stream_device(p.stream);
+  const int stream_device = sonata::emu::stream_device_for(p.stream, call);
   if (stream_device != p.device)
     return fail(CUFFT_INVALID_DEVICE, std::string(call) + ": plan " + std::to_string(handle) +
                                           " was made on device " + std::to_string(p.device) +
@@ -212,15 +214,15 @@ cufftResult exec(cufftHandle handle, const void* idata, void* odata, int directi
   work.name = call;
   const int64_t in_count = input_elems(p), out_count = output_elems(p);
   for (int64_t b = 0; b < p.batch; ++b) {
-    sonata::emu::add_range(work.reads, sonata::emu::strided_range(
-                                           static_cast<const char*>(idata) +
-                                               b * p.idist * int64_t(input_elem_bytes(p)),
-                                           1, in_count, p.istride, int64_t(input_elem_bytes(p))));
-    sonata::emu::add_range(
-        work.writes,
-        sonata::emu::strided_range(
-            static_cast<const char*>(odata) + b * p.odist * int64_t(output_elem_bytes(p)), 1,
-            out_count, p.ostride, int64_t(output_elem_bytes(p))));
+    // Elements `stride` apart: one line of one element each, ld = stride.
+    sonata::emu::add_strided(
+        work.reads, static_cast<const char*>(idata) + b * p.idist * int64_t(input_elem_bytes(p)),
+        p.istride == 1 ? in_count : 1, p.istride == 1 ? 1 : in_count, p.istride,
+        int64_t(input_elem_bytes(p)));
+    sonata::emu::add_strided(
+        work.writes, static_cast<const char*>(odata) + b * p.odist * int64_t(output_elem_bytes(p)),
+        p.ostride == 1 ? out_count : 1, p.ostride == 1 ? 1 : out_count, p.ostride,
+        int64_t(output_elem_bytes(p)));
   }
   work.writes.push_back({p.work_area, p.work_size});
   const int sign = (p.type == CUFFT_C2C || p.type == CUFFT_Z2Z)

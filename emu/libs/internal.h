@@ -21,6 +21,11 @@ LibraryCounters& library_counters();
 // elements, `ld` elements apart; nothing when either count is 0.
 MemRange strided_range(const void* base, int64_t inner, int64_t outer, int64_t ld,
                        int64_t elem_bytes);
+// Adds the bytes of such an operand to `ranges` exactly: one range when its lines are
+// contiguous, else one per line, so the gaps between lines are neither checked for
+// initialisation when read nor marked initialised when written.
+void add_strided(std::vector<MemRange>& ranges, const void* base, int64_t inner, int64_t outer,
+                 int64_t ld, int64_t elem_bytes);
 // Adds `range` to `ranges`, merging it with the last one when they touch or overlap (batched
 // operands with consecutive matrices become one range).
 void add_range(std::vector<MemRange>& ranges, MemRange range);
@@ -30,16 +35,14 @@ void add_range(std::vector<MemRange>& ranges, MemRange range);
 void library_log(const char* library, const std::string& message);
 std::string last_library_message();
 
-// Called by a piece of work that must wait for work another host thread or process runs
-// (an NCCL operation waiting for its peers). The runtime's scheduler holds one process-wide
-// execution lock while work runs; between these two calls it must let other host threads
-// drive the scheduler. Implemented by the runtime when it provides
-// sonata::emu::begin_blocking_wait / end_blocking_wait (weak references: without them the
-// calls do nothing, which suffices for a runtime that runs work on the enqueuing thread).
-void enter_blocking_wait();
-void leave_blocking_wait();
+// current_device() and stream_device() for a library call: -1, with the reason logged as
+// `call`'s, where the runtime refuses the thread (it never selected a device in a process
+// that selected another than 0) or does not know the stream.
+int device_for(const char* call);
+int stream_device_for(cudaStream_t stream, const char* call);
 
-// The environment variable `name` as seconds, or `fallback` when unset or unreadable.
-double env_seconds(const char* name, double fallback);
+// The environment variable `name` as a positive number (seconds, bytes), or `fallback` when
+// unset or unreadable.
+double env_positive(const char* name, double fallback);
 
 }  // namespace sonata::emu

@@ -3,6 +3,9 @@
 // per operation, or per communicator for a group), and groups.
 #include <nccl.h>
 
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <random>
@@ -15,6 +18,7 @@
 struct ncclComm {
   std::shared_ptr<sonata::emu::nccl::CommState> state;
   bool blocking = true;
+  std::string last_error;  // what ncclGetLastError returned last, for this communicator
 };
 
 namespace {
@@ -95,13 +99,38 @@ ncclResult_t enqueue_ops(ncclComm_t comm, cudaStream_t stream, std::vector<Op> o
         break;
     }
   }
-  work.run = [state = comm->state, ops = std::move(ops)] {
-    sonata::emu::nccl::run_ops(state, ops);
-  };
+  auto in_flight = std::make_shared<sonata::emu::nccl::OpsInFlight>(comm->state, std::move(ops));
+  work.ready = [in_flight] { return in_flight->poll(); };
+  work.run = [in_flight] { in_flight->run(); };
   const cudaError_t queued = sonata::emu::enqueue(stream, std::move(work));
   if (queued != cudaSuccess)
     return fail(comm, ncclUnhandledCudaError,
                 "could not enqueue on the stream (CUDA error " + std::to_string(int(queued)) + ")");
+  return ncclSuccess;
+}
+
+// NCCL allocates its channels' buffers with cudaMalloc when a communicator first
+// communicates: memory a caching pool keeps is not available to it then.
+// SONATA_EMU_NCCL_BUFFER_BYTES per peer (default 4 MiB, at most 8 peers' worth).
+ncclResult_t connect(ncclComm_t comm) {
+  CommState& state = *comm->state;
+  if (state.buffers || state.nranks == 1) return ncclSuccess;
+  const double per_peer = sonata::emu::env_positive("SONATA_EMU_NCCL_BUFFER_BYTES", 4 << 20);
+  const size_t bytes = size_t(per_peer) * size_t(std::min(state.nranks - 1, 8));
+  int current = 0;
+  cudaGetDevice(&current);
+  cudaSetDevice(state.device);
+  const cudaError_t allocated = cudaMalloc(&state.buffers, bytes);
+  cudaSetDevice(current);
+  if (allocated != cudaSuccess) {
+    state.buffers = nullptr;
+    cudaGetLastError();  // NCCL reports it as its own error
+    return fail(comm, ncclUnhandledCudaError,
+                "rank " + std::to_string(state.rank) + " could not allocate NCCL's " +
+                    std::to_string(bytes) + "-byte buffers on device " +
+                    std::to_string(state.device) +
+                    " (cudaMalloc: " + cudaGetErrorString(allocated) + ")");
+  }
   return ncclSuccess;
 }
 
@@ -133,7 +162,7 @@ ncclResult_t issue(ncclComm_t comm, Op op, cudaStream_t stream) {
                        (op.kind != OpKind::send && !op.recv &&
                         !(op.kind == OpKind::reduce && op.root != state.rank))))
     return fail(comm, ncclInvalidArgument, std::string(call) + ": null buffer");
-  const int stream_device = sonata::emu::stream_device(stream);
+  const int stream_device = sonata::emu::stream_device_for(stream, call);
   if (stream_device != state.device)
     return fail(comm, ncclInvalidArgument,
                 std::string(call) + " on rank " + std::to_string(state.rank) +
@@ -148,6 +177,7 @@ ncclResult_t issue(ncclComm_t comm, Op op, cudaStream_t stream) {
     else
       op.seq = ++state.next_collective;
   }
+  if (const ncclResult_t connected = connect(comm); connected != ncclSuccess) return connected;
   if (group.depth == 0) return enqueue_ops(comm, stream, {op});
   for (size_t i = 0; i < group.comms.size(); ++i)
     if (group.comms[i].first == comm) {
@@ -186,10 +216,12 @@ ncclResult_t init(ncclComm_t* out, int nranks, const std::string& name, int rank
                     std::to_string(nranks) + " ranks");
   std::shared_ptr<CommState> state;
   std::string error;
-  const int device = sonata::emu::current_device();
+  const int device = sonata::emu::device_for(call);
+  if (device < 0)
+    return fail(nullptr, ncclInvalidUsage, std::string(call) + ": no device for this thread");
   const ncclResult_t joined = sonata::emu::nccl::join(name, nranks, rank, device, &state, &error);
   if (joined != ncclSuccess) return fail(nullptr, joined, std::string(call) + ": " + error);
-  *out = new ncclComm{std::move(state), blocking};
+  *out = new ncclComm{std::move(state), blocking, {}};
   return ncclSuccess;
 }
 
@@ -246,7 +278,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   const ncclResult_t joined = sonata::emu::nccl::join(name, int(members.size()), new_rank,
                                                       comm->state->device, &state, &error);
   if (joined != ncclSuccess) return fail(comm, joined, "ncclCommSplit: " + error);
-  *newcomm = new ncclComm{std::move(state), config ? config->blocking != 0 : comm->blocking};
+  *newcomm = new ncclComm{std::move(state), config ? config->blocking != 0 : comm->blocking, {}};
   return ncclSuccess;
 }
 
@@ -319,9 +351,9 @@ const char* ncclGetErrorString(ncclResult_t result) {
 }
 
 const char* ncclGetLastError(ncclComm_t comm) {
-  thread_local std::string text;
-  text = comm && comm->state ? comm->state->last_error() : thread_error;
-  return text.c_str();
+  if (!comm || !comm->state) return thread_error.c_str();
+  comm->last_error = comm->state->last_error();
+  return comm->last_error.c_str();
 }
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,

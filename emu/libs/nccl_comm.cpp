@@ -2,6 +2,8 @@
 // host-side exchange of ncclCommSplit, errors, and the bounded waits every rendezvous uses.
 #include "emu/libs/nccl_comm.h"
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -12,7 +14,7 @@
 namespace sonata::emu::nccl {
 
 double timeout_seconds() {
-  return env_seconds("SONATA_EMU_NCCL_TIMEOUT_S", 60.0);
+  return env_positive("SONATA_EMU_NCCL_TIMEOUT_S", 60.0);
 }
 
 void CommState::record_error(ncclResult_t error, const std::string& message) {
@@ -116,7 +118,6 @@ std::string describe(const Op& op) {
 
 WaitResult wait_until(CommState& comm, const std::function<bool()>& ready, double timeout_s) {
   if (ready()) return WaitResult::ok;
-  enter_blocking_wait();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   auto pause = std::chrono::microseconds(20);
   WaitResult result = WaitResult::timeout;
@@ -137,7 +138,6 @@ WaitResult wait_until(CommState& comm, const std::function<bool()>& ready, doubl
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(2000));
   }
-  leave_blocking_wait();
   return result;
 }
 
@@ -156,9 +156,33 @@ std::string wait_failure(CommState& comm, WaitResult result, double timeout_s) {
   return "";
 }
 
+namespace {
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<CommState>> comms;
+};
+Registry& registry() {
+  static auto* live = new Registry;
+  return *live;
+}
+}  // namespace
+
+void announce_device(int device, const std::string& holder) {
+  Registry& live = registry();
+  const std::lock_guard<std::mutex> lock(live.mutex);
+  for (const auto& weak : live.comms)
+    if (const std::shared_ptr<CommState> comm = weak.lock())
+      if (comm->device == device && comm->control && !comm->destroyed.load())
+        set_device_text(comm->slot(comm->rank), holder);
+}
+
 std::string peer_state(CommState& comm, int peer) {
   const std::string text = get_text(comm.slot(peer));
-  return "rank " + std::to_string(peer) + " was " + (text.empty() ? "idle" : text);
+  const std::string device = get_device_text(comm.slot(peer));
+  std::string state = "rank " + std::to_string(peer) + " was " + (text.empty() ? "idle" : text);
+  if (!device.empty() && device.find(comm.name) == std::string::npos)
+    state += " (its device was running " + device + ")";
+  return state;
 }
 
 ncclResult_t join(const std::string& name, int nranks, int rank, int device,
@@ -207,16 +231,34 @@ ncclResult_t join(const std::string& name, int nranks, int rank, int device,
     return ncclSystemError;
   }
   set_text(comm->slot(rank), "idle after ncclCommInitRank");
+  {
+    Registry& live = registry();
+    const std::lock_guard<std::mutex> lock(live.mutex);
+    std::erase_if(live.comms, [](const std::weak_ptr<CommState>& w) { return w.expired(); });
+    live.comms.push_back(comm);
+  }
   *out = std::move(comm);
   return ncclSuccess;
 }
 
 void leave(CommState& comm, bool abort) {
   if (!comm.control) return;
+  // Abort first wakes this rank's waiting work (it fails at once); destroy flushes it, as
+  // ncclCommDestroy finalises: freeing NCCL's buffers synchronises the device, so queued work
+  // of the communicator runs before it is marked gone.
   if (abort) {
     comm.aborted.store(true);
     int32_t none = 0;
     comm.header()->aborted_by.compare_exchange_strong(none, comm.rank + 1);
+  }
+  if (comm.buffers) {
+    // On the communicator's device, whatever is current (NCCL selects it itself).
+    int current = 0;
+    cudaGetDevice(&current);
+    cudaSetDevice(comm.device);
+    cudaFree(comm.buffers);
+    cudaSetDevice(current);
+    comm.buffers = nullptr;
   }
   comm.destroyed.store(true);
   set_text(comm.slot(comm.rank), abort ? "aborted (ncclCommAbort)" : "destroyed (ncclCommDestroy)");

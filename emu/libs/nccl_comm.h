@@ -50,6 +50,9 @@ struct CommState {
   uint64_t next_host_collective = 0;
   std::vector<uint64_t> next_send, next_recv;  // per peer
   std::string error_text;
+  // NCCL's own device buffers, allocated with plain cudaMalloc when the communicator first
+  // communicates (as NCCL connects its peers lazily); freed when it is destroyed.
+  void* buffers = nullptr;
 
   Header* header() const { return header_of(control.data()); }
   RankSlot* slot(int r) const { return slot_of(control.data(), r); }
@@ -77,9 +80,27 @@ void leave(CommState& comm, bool abort);
 ncclResult_t split_exchange(CommState& comm, int color, int key, std::vector<int>* members,
                             std::string* name);
 
-// Runs the operations of one group (or one operation) of `comm` as its work does on a card:
-// posts sends, runs collectives in issue order, completes receives, waits for sends.
-void run_ops(const std::shared_ptr<CommState>& comm, const std::vector<Op>& ops);
+// The operations of one group (or one operation) of a communicator, as one piece of work:
+// poll() is the work's readiness test (it runs only once the work heads its stream, so the
+// send buffers hold their final data): it publishes this rank's sends and contributions and
+// fetches what its peers published, without blocking, and is true once everything arrived
+// or the wait failed (a mismatch, an abort, the timeout). run() then writes the results, or
+// records the failure as the communicator's asynchronous error.
+class OpsInFlight {
+ public:
+  OpsInFlight(std::shared_ptr<CommState> comm, std::vector<Op> ops);
+  ~OpsInFlight();
+  bool poll();
+  void run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Tells every communicator of this process on `device` what now holds the device ("" when
+// nothing), so their peers' timeout messages can say why this rank does not arrive.
+void announce_device(int device, const std::string& holder);
 
 // SONATA_EMU_NCCL_TIMEOUT_S, default 60.
 double timeout_seconds();

@@ -1,10 +1,18 @@
-// The emulated NCCL's operations, run as the work of their stream: each rank publishes its
-// contribution in a segment of its own, waits (bounded) until every peer has posted the
-// same operation, checks that they match, computes its own result from all contributions
-// (reductions in rank order, so every rank gets the same bits), then waits until every peer
-// has read before removing its segment. Point-to-point messages go through a ring per
-// ordered pair of ranks.
+// The emulated NCCL's operations, as the work of their stream. A rank publishes each
+// contribution (collectives) or message (sends) in a shared-memory segment of its own and
+// fetches its peers' as they appear, all from the work's readiness test, which never blocks:
+// the scheduler polls it while it drives the devices, so ranks that are threads of one
+// process make progress together, and ranks in other processes meet through the segments.
+// Collectives of a communicator are numbered in issue order and checked against every
+// peer's (kind, count, type, operation, root); reductions run in rank order, so every rank
+// gets the same bits.
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "emu/libs/nccl_comm.h"
@@ -104,15 +112,14 @@ void reduce(ncclDataType_t dtype, const std::vector<const char*>& inputs, char* 
 
 // ---------------------------------------------------------------------------------------
 
-std::string where(const CommState& comm) {
-  return " on rank " + std::to_string(comm.rank) + " (device " + std::to_string(comm.device) + ")";
-}
-
 bool rooted(OpKind kind) {
   return kind == OpKind::broadcast || kind == OpKind::reduce;
 }
 bool reducing(OpKind kind) {
   return kind == OpKind::all_reduce || kind == OpKind::reduce || kind == OpKind::reduce_scatter;
+}
+bool p2p(OpKind kind) {
+  return kind == OpKind::send || kind == OpKind::recv;
 }
 
 OpDesc desc_of(const Op& op) {
@@ -152,274 +159,381 @@ std::string message_name(const CommState& comm, int from, int to, uint64_t seq) 
          std::to_string(seq);
 }
 
-// This rank's contribution to a collective: the bytes its peers read.
-std::pair<const void*, size_t> contribution(const CommState& comm, const Op& op) {
-  const size_t eb = dtype_bytes(op.dtype);
-  switch (op.kind) {
-    case OpKind::broadcast:
-      return comm.rank == op.root ? std::make_pair(op.send, op.count * eb)
-                                  : std::make_pair(static_cast<const void*>(nullptr), size_t(0));
-    case OpKind::reduce_scatter:
-      return {op.send, op.count * eb * size_t(comm.nranks)};
-    default:
-      return {op.send, op.count * eb};
-  }
-}
-
-// False (with the error recorded) when the collective failed.
-bool run_collective(const std::shared_ptr<CommState>& comm_ptr, const Op& op) {
-  CommState& comm = *comm_ptr;
-  const uint64_t s = op.seq;
-  const std::string what = describe(op) + where(comm);
-  const double timeout_s = timeout_seconds();
-  RankSlot* mine = comm.slot(comm.rank);
-  set_text(mine, "in " + describe(op));
-  // Operations of one communicator run in issue order; on several streams they may not.
-  const WaitResult in_order = wait_until(
-      comm, [&] { return mine->op_done.load() + 1 >= s; }, timeout_s);
-  if (in_order != WaitResult::ok) {
-    comm.record_error(ncclInvalidUsage,
-                      what + " ran before the communicator's earlier collective #" +
-                          std::to_string(s - 1) + " finished (" +
-                          wait_failure(comm, in_order, timeout_s) +
-                          "): operations of one communicator issued on several streams ran out "
-                          "of issue order");
-    return false;
-  }
-  // Publish this rank's contribution.
-  const auto [data, bytes] = contribution(comm, op);
-  const std::string mine_name = segment_name(comm, s, comm.rank);
-  Segment own;
-  if (bytes > 0) {
-    std::string error;
-    own = Segment::create(mine_name, bytes, true, &error);
-    if (!own) {
-      comm.record_error(ncclSystemError, what + ": " + error);
-      return false;
-    }
-    std::memcpy(own.data(), data, bytes);
-  }
-  mine->op = desc_of(op);
-  mine->op_posted.store(s);
-  auto finish = [&](bool ok) {
-    mine->op_done.store(s);
-    if (bytes > 0) Segment::unlink(mine_name);
-    set_text(mine, std::string(ok ? "idle after " : "failed in ") + describe(op));
-    return ok;
-  };
-
-  const WaitResult posted = wait_until(
-      comm,
-      [&] {
-        for (int r = 0; r < comm.nranks; ++r)
-          if (comm.slot(r)->op_posted.load() < s) return false;
-        return true;
-      },
-      timeout_s);
-  if (posted != WaitResult::ok) {
-    std::string missing;
-    for (int r = 0; r < comm.nranks; ++r)
-      if (comm.slot(r)->op_posted.load() < s)
-        missing += (missing.empty() ? "" : "; ") + peer_state(comm, r) + " and never posted it";
-    comm.record_error(posted == WaitResult::timeout ? ncclSystemError : ncclRemoteError,
-                      what + ": " + wait_failure(comm, posted, timeout_s) + "; " + missing);
-    return finish(false);
-  }
-  const OpDesc expected = desc_of(op);
-  for (int r = 0; r < comm.nranks; ++r) {
-    const OpDesc theirs = comm.slot(r)->op;
-    if (!same(theirs, expected)) {
-      comm.record_error(ncclInvalidUsage,
-                        what + " does not match " + describe(op_of(theirs)) + " on rank " +
-                            std::to_string(r) +
-                            " (every rank must issue the same collectives, with the same count, "
-                            "type, operation and root, in the same order)");
-      return finish(false);
-    }
-  }
-
-  // Everyone's contribution, this rank's from its own segment (the send buffer may be the
-  // receive buffer).
-  std::vector<Segment> peers(size_t(comm.nranks));
-  std::vector<const char*> inputs(size_t(comm.nranks), nullptr);
-  for (int r = 0; r < comm.nranks; ++r) {
-    if (op.kind == OpKind::broadcast && r != op.root) continue;
-    if (r == comm.rank) {
-      inputs[size_t(r)] = static_cast<const char*>(own.data());
-      continue;
-    }
-    std::string error;
-    peers[size_t(r)] = Segment::open_read(segment_name(comm, s, r), &error);
-    if (!peers[size_t(r)]) {
-      comm.record_error(ncclSystemError,
-                        what + ": rank " + std::to_string(r) + "'s data: " + error);
-      return finish(false);
-    }
-    inputs[size_t(r)] = static_cast<const char*>(peers[size_t(r)].data());
-  }
-  const size_t eb = dtype_bytes(op.dtype);
-  auto* out = static_cast<char*>(op.recv);
-  switch (op.kind) {
-    case OpKind::all_reduce:
-      reduce(op.dtype, inputs, out, op.count, op.redop);
-      break;
-    case OpKind::reduce:
-      if (comm.rank == op.root) reduce(op.dtype, inputs, out, op.count, op.redop);
-      break;
-    case OpKind::broadcast:
-      std::memcpy(out, inputs[size_t(op.root)], op.count * eb);
-      break;
-    case OpKind::reduce_scatter: {
-      std::vector<const char*> blocks(inputs);
-      for (auto& block : blocks) block += size_t(comm.rank) * op.count * eb;
-      reduce(op.dtype, blocks, out, op.count, op.redop);
-      break;
-    }
-    case OpKind::all_gather:
-      for (int r = 0; r < comm.nranks; ++r)
-        std::memcpy(out + size_t(r) * op.count * eb, inputs[size_t(r)], op.count * eb);
-      break;
-    default:
-      break;
-  }
-  peers.clear();
-  mine->op_done.store(s);
-  const WaitResult read = wait_until(
-      comm,
-      [&] {
-        for (int r = 0; r < comm.nranks; ++r)
-          if (comm.slot(r)->op_done.load() < s) return false;
-        return true;
-      },
-      timeout_s);
-  if (read != WaitResult::ok) {
-    std::string missing;
-    for (int r = 0; r < comm.nranks; ++r)
-      if (comm.slot(r)->op_done.load() < s)
-        missing += (missing.empty() ? "" : "; ") + peer_state(comm, r);
-    comm.record_error(ncclSystemError, what + " (waiting for peers to finish reading): " +
-                                           wait_failure(comm, read, timeout_s) + "; " + missing);
-    return finish(false);
-  }
-  return finish(true);
-}
-
-bool post_send(CommState& comm, const Op& op) {
-  const int peer = op.root;
-  const uint64_t s = op.seq;
-  const std::string what = describe(op) + where(comm);
-  const double timeout_s = timeout_seconds();
-  PairSlot* pair = comm.pair(comm.rank, peer);
-  const WaitResult room = wait_until(
-      comm,
-      [&] { return pair->posted.load() + 1 >= s && s - pair->consumed.load() <= uint64_t(kRing); },
-      timeout_s);
-  if (room != WaitResult::ok) {
-    comm.record_error(ncclSystemError, what + ": " + wait_failure(comm, room, timeout_s) +
-                                           " with " + std::to_string(kRing) + " messages to rank " +
-                                           std::to_string(peer) + " unreceived; " +
-                                           peer_state(comm, peer));
-    return false;
-  }
-  const size_t bytes = op.count * dtype_bytes(op.dtype);
-  std::string error;
-  Segment message = Segment::create(message_name(comm, comm.rank, peer, s), bytes, true, &error);
-  if (!message) {
-    comm.record_error(ncclSystemError, what + ": " + error);
-    return false;
-  }
-  if (bytes > 0) std::memcpy(message.data(), op.send, bytes);
-  pair->ring[s % kRing] = desc_of(op);
-  pair->posted.store(s);
+// Publishes `bytes` at `data` for `readers` readers; false with `error` set on failure.
+bool publish(const std::string& name, const void* data, size_t bytes, int readers,
+             std::string* error) {
+  Segment segment = Segment::create(name, kPayloadOffset + bytes, true, error);
+  if (!segment) return false;
+  auto* header = static_cast<SegmentHeader*>(segment.data());
+  header->readers.store(readers);
+  if (bytes > 0) std::memcpy(static_cast<char*>(segment.data()) + kPayloadOffset, data, bytes);
   return true;
 }
 
-bool complete_recv(CommState& comm, const Op& op) {
-  const int peer = op.root;
-  const uint64_t s = op.seq;
-  const std::string what = describe(op) + where(comm);
-  const double timeout_s = timeout_seconds();
-  PairSlot* pair = comm.pair(peer, comm.rank);
-  const WaitResult arrived = wait_until(
-      comm, [&] { return pair->posted.load() >= s; }, timeout_s);
-  if (arrived != WaitResult::ok) {
-    comm.record_error(ncclSystemError, what + ": " + wait_failure(comm, arrived, timeout_s) + "; " +
-                                           peer_state(comm, peer) +
-                                           " and never sent the matching message");
+// Copies a published segment's data and counts this reader; the last reader removes it.
+bool fetch(const std::string& name, std::vector<char>* out, size_t bytes, std::string* error) {
+  const Segment segment = Segment::open(name, true, error);
+  if (!segment) return false;
+  if (segment.size() < kPayloadOffset + bytes) {
+    *error = name + " holds " + std::to_string(segment.size() - kPayloadOffset) +
+             " bytes, not the " + std::to_string(bytes) + " expected";
     return false;
   }
-  const Op sent = op_of(pair->ring[s % kRing]);
-  const std::string name = message_name(comm, peer, comm.rank, s);
-  if (sent.count != op.count || sent.dtype != op.dtype) {
-    comm.record_error(ncclInvalidUsage,
-                      what + " does not match " + describe(sent) + " on rank " +
-                          std::to_string(peer) +
-                          " (a send and its receive need the same count and type)");
-    Segment::unlink(name);
-    pair->consumed.store(s);
-    return false;
-  }
-  std::string error;
-  const Segment message = Segment::open_read(name, &error);
-  if (!message) {
-    comm.record_error(ncclSystemError, what + ": " + error);
-    return false;
-  }
-  const size_t bytes = op.count * dtype_bytes(op.dtype);
-  if (bytes > 0) std::memcpy(op.recv, message.data(), bytes);
-  Segment::unlink(name);
-  pair->consumed.store(s);
+  const char* payload = static_cast<const char*>(segment.data()) + kPayloadOffset;
+  out->assign(payload, payload + bytes);
+  if (static_cast<SegmentHeader*>(segment.data())->readers.fetch_sub(1) == 1) Segment::unlink(name);
   return true;
-}
-
-bool wait_sent(CommState& comm, const Op& op) {
-  const double timeout_s = timeout_seconds();
-  PairSlot* pair = comm.pair(comm.rank, op.root);
-  const WaitResult received = wait_until(
-      comm, [&] { return pair->consumed.load() >= op.seq; }, timeout_s);
-  if (received == WaitResult::ok) return true;
-  comm.record_error(ncclSystemError, describe(op) + where(comm) + ": " +
-                                         wait_failure(comm, received, timeout_s) + "; " +
-                                         peer_state(comm, op.root) +
-                                         " and never received it (no matching ncclRecv)");
-  return false;
 }
 
 }  // namespace
 
-void run_ops(const std::shared_ptr<CommState>& comm_ptr, const std::vector<Op>& ops) {
-  CommState& comm = *comm_ptr;
-  if (ops.empty()) return;
-  if (comm.aborted.load() || comm.destroyed.load()) {
-    comm.record_error(ncclInvalidUsage, describe(ops.front()) + where(comm) +
-                                            ": the communicator was " +
-                                            (comm.aborted.load() ? "aborted" : "destroyed") +
-                                            " before this work ran");
+// One NCCL operation (or group) in progress per device at a time, in the order the device
+// started them: the least convenient legal case of a card, where a collective's kernel keeps
+// the SMs until its peers join, so a second communicator's kernel behind it cannot start.
+// Two communicators used on one device in different orders on two ranks then deadlock, as
+// NCCL's user guide warns, and show as a timeout naming both operations.
+// SONATA_EMU_NCCL_CONCURRENT=1 lets them run side by side instead.
+struct DeviceSlots {
+  std::mutex mutex;
+  std::map<int, const void*> holder;
+  std::map<int, std::string> what;
+};
+DeviceSlots& device_slots() {
+  static auto* slots = new DeviceSlots;
+  return *slots;
+}
+bool concurrent_communicators() {
+  const char* value = std::getenv("SONATA_EMU_NCCL_CONCURRENT");
+  return value && std::string(value) == "1";
+}
+
+struct OpsInFlight::Impl {
+  std::shared_ptr<CommState> comm;
+  std::vector<Op> ops;
+  bool holds_device = false;
+  std::string blocked_by;  // what held the device while this work could not start
+
+  // False (noting the holder) while another operation holds this rank's device.
+  bool acquire_device() {
+    if (holds_device || concurrent_communicators()) return true;
+    DeviceSlots& slots = device_slots();
+    const std::lock_guard<std::mutex> lock(slots.mutex);
+    const void*& holder = slots.holder[comm->device];
+    if (holder && holder != this) {
+      blocked_by = slots.what[comm->device];
+      return false;
+    }
+    holder = this;
+    slots.what[comm->device] = describe(ops.front()) + " of communicator " + comm->name;
+    holds_device = true;
+    announce_device(comm->device, slots.what[comm->device]);
+    return true;
+  }
+  void release_device() {
+    if (!holds_device) return;
+    DeviceSlots& slots = device_slots();
+    const std::lock_guard<std::mutex> lock(slots.mutex);
+    if (slots.holder[comm->device] == this) {
+      slots.holder.erase(comm->device);
+      announce_device(comm->device, "");
+    }
+    holds_device = false;
+  }
+  ~Impl() { release_device(); }
+  struct Progress {
+    bool posted = false;                    // sends and collectives: published
+    bool complete = false;                  // everything this rank needs from its peers arrived
+    std::vector<std::vector<char>> inputs;  // collectives: every rank's contribution
+    std::vector<bool> have;
+    std::vector<char> received;  // receives
+    std::string published;       // the segment this rank created, removed on failure
+  };
+  std::vector<Progress> progress;
+  size_t next_collective = 0;  // index into ops of the first incomplete collective
+  bool started = false, done = false, skip = false;
+  std::chrono::steady_clock::time_point deadline;
+  double timeout_s = 60;
+  ncclResult_t failure_code = ncclSuccess;
+  std::string failure;
+
+  std::string where() const {
+    return " on rank " + std::to_string(comm->rank) + " (device " + std::to_string(comm->device) +
+           ")";
+  }
+  void fail(ncclResult_t code, const std::string& message) {
+    failure_code = code;
+    failure = message;
+    done = true;
+  }
+  size_t contribution_bytes(const Op& op) const {
+    const size_t eb = dtype_bytes(op.dtype);
+    if (op.kind == OpKind::broadcast) return comm->rank == op.root ? op.count * eb : 0;
+    if (op.kind == OpKind::reduce_scatter) return op.count * eb * size_t(comm->nranks);
+    return op.count * eb;
+  }
+  size_t peer_bytes(const Op& op, int peer) const {
+    const size_t eb = dtype_bytes(op.dtype);
+    if (op.kind == OpKind::broadcast) return peer == op.root ? op.count * eb : 0;
+    if (op.kind == OpKind::reduce_scatter) return op.count * eb * size_t(comm->nranks);
+    return op.count * eb;
+  }
+
+  void post_sends() {
+    for (size_t i = 0; i < ops.size() && !done; ++i) {
+      const Op& op = ops[i];
+      Progress& p = progress[i];
+      if (op.kind != OpKind::send || p.posted) continue;
+      PairSlot* pair = comm->pair(comm->rank, op.root);
+      // In order per pair, and no more than the ring holds in flight.
+      if (pair->posted.load() + 1 < op.seq || op.seq - pair->consumed.load() > uint64_t(kRing))
+        continue;
+      std::string error;
+      p.published = message_name(*comm, comm->rank, op.root, op.seq);
+      if (!publish(p.published, op.send, op.count * dtype_bytes(op.dtype), 1, &error))
+        return fail(ncclSystemError, describe(op) + where() + ": " + error);
+      pair->ring[op.seq % kRing] = desc_of(op);
+      pair->posted.store(op.seq);
+      p.posted = true;
+    }
+  }
+
+  void fetch_receives() {
+    for (size_t i = 0; i < ops.size() && !done; ++i) {
+      const Op& op = ops[i];
+      Progress& p = progress[i];
+      if (op.kind != OpKind::recv || p.complete) continue;
+      PairSlot* pair = comm->pair(op.root, comm->rank);
+      if (pair->posted.load() < op.seq) continue;
+      const Op sent = op_of(pair->ring[op.seq % kRing]);
+      const std::string name = message_name(*comm, op.root, comm->rank, op.seq);
+      if (sent.count != op.count || sent.dtype != op.dtype) {
+        Segment::unlink(name);
+        pair->consumed.store(op.seq);
+        return fail(ncclInvalidUsage, describe(op) + where() + " does not match " + describe(sent) +
+                                          " on rank " + std::to_string(op.root) +
+                                          " (a send and its receive need the same count and type)");
+      }
+      std::string error;
+      if (!fetch(name, &p.received, op.count * dtype_bytes(op.dtype), &error))
+        return fail(ncclSystemError, describe(op) + where() + ": " + error);
+      pair->consumed.store(op.seq);
+      p.complete = true;
+    }
+  }
+
+  void progress_collectives() {
+    RankSlot* mine = comm->slot(comm->rank);
+    while (!done) {
+      while (next_collective < ops.size() && p2p(ops[next_collective].kind)) ++next_collective;
+      if (next_collective >= ops.size()) return;
+      const Op& op = ops[next_collective];
+      Progress& p = progress[next_collective];
+      const uint64_t s = op.seq;
+      if (!p.posted) {
+        // Collectives of a communicator run in issue order, and no rank runs a ring ahead.
+        if (mine->op_done.load() + 1 < s) return;
+        for (int r = 0; r < comm->nranks; ++r)
+          if (comm->slot(r)->op_done.load() + uint64_t(kRing) < s) return;
+        const size_t bytes = contribution_bytes(op);
+        p.inputs.assign(size_t(comm->nranks), {});
+        p.have.assign(size_t(comm->nranks), false);
+        if (bytes > 0) {
+          std::string error;
+          if (comm->nranks > 1) p.published = segment_name(*comm, s, comm->rank);
+          if (comm->nranks > 1 && !publish(p.published, op.send, bytes, comm->nranks - 1, &error))
+            return fail(ncclSystemError, describe(op) + where() + ": " + error);
+          // This rank's own contribution, copied now: the send buffer may be the output.
+          const auto* data = static_cast<const char*>(op.send);
+          p.inputs[size_t(comm->rank)].assign(data, data + bytes);
+        }
+        p.have[size_t(comm->rank)] = true;
+        mine->ops[s % kRing] = desc_of(op);
+        mine->op_posted.store(s);
+        p.posted = true;
+      }
+      for (int r = 0; r < comm->nranks && !done; ++r) {
+        if (p.have[size_t(r)]) continue;
+        RankSlot* peer = comm->slot(r);
+        if (peer->op_posted.load() < s) continue;
+        const OpDesc theirs = peer->ops[s % kRing];
+        if (!same(theirs, desc_of(op)))
+          return fail(ncclInvalidUsage,
+                      describe(op) + where() + " does not match " + describe(op_of(theirs)) +
+                          " on rank " + std::to_string(r) +
+                          " (every rank must issue the same collectives, with the same count, "
+                          "type, operation and root, in the same order)");
+        const size_t bytes = peer_bytes(op, r);
+        if (bytes > 0) {
+          std::string error;
+          if (!fetch(segment_name(*comm, s, r), &p.inputs[size_t(r)], bytes, &error))
+            return fail(ncclSystemError, describe(op) + where() + ": rank " + std::to_string(r) +
+                                             "'s contribution is gone (" + peer_state(*comm, r) +
+                                             "; " + error + ")");
+        }
+        p.have[size_t(r)] = true;
+      }
+      for (const bool have : p.have)
+        if (!have) return;
+      p.complete = true;
+      mine->op_done.store(s);
+      ++next_collective;
+    }
+  }
+
+  bool sends_delivered() const {
+    for (const Op& op : ops)
+      if (op.kind == OpKind::send && comm->pair(comm->rank, op.root)->consumed.load() < op.seq)
+        return false;
+    return true;
+  }
+
+  bool complete() const {
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].kind != OpKind::send && !progress[i].complete) return false;
+    return sends_delivered();
+  }
+
+  // The timeout's message: the first operation still waiting and what its peer(s) were doing.
+  std::string stalled() {
+    RankSlot* mine = comm->slot(comm->rank);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      const Progress& p = progress[i];
+      if (op.kind == OpKind::recv && !p.complete)
+        return describe(op) + where() + ": " + wait_failure(*comm, WaitResult::timeout, timeout_s) +
+               "; " + peer_state(*comm, op.root) + " and never sent the matching message";
+      if (op.kind == OpKind::send && comm->pair(comm->rank, op.root)->consumed.load() < op.seq)
+        return describe(op) + where() + ": " + wait_failure(*comm, WaitResult::timeout, timeout_s) +
+               "; " + peer_state(*comm, op.root) + " and never received it (no matching ncclRecv)";
+      if (!p2p(op.kind) && !p.complete) {
+        std::string text = describe(op) + where() + ": " +
+                           wait_failure(*comm, WaitResult::timeout, timeout_s) + "; ";
+        if (!p.posted)
+          return text + "it could not start: the communicator's collective #" +
+                 std::to_string(op.seq - 1) + " had not run on this rank (operations of one " +
+                 "communicator issued on several streams ran out of issue order)";
+        std::string missing;
+        for (int r = 0; r < comm->nranks; ++r)
+          if (!p.have[size_t(r)])
+            missing +=
+                (missing.empty() ? "" : "; ") + peer_state(*comm, r) + " and never posted it";
+        return text + missing;
+      }
+    }
+    (void)mine;
+    return "NCCL work" + where() + ": timed out";
+  }
+};
+
+OpsInFlight::OpsInFlight(std::shared_ptr<CommState> comm, std::vector<Op> ops)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->comm = std::move(comm);
+  impl_->ops = std::move(ops);
+  impl_->progress.resize(impl_->ops.size());
+}
+
+OpsInFlight::~OpsInFlight() = default;
+
+bool OpsInFlight::poll() {
+  Impl& m = *impl_;
+  if (m.done) return true;
+  CommState& comm = *m.comm;
+  if (!m.started) {
+    m.started = true;
+    m.timeout_s = timeout_seconds();
+    m.deadline = std::chrono::steady_clock::now() +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(m.timeout_s));
+    if (comm.aborted.load() || comm.destroyed.load()) {
+      m.release_device();
+      m.fail(ncclInvalidUsage, describe(m.ops.front()) + m.where() + ": the communicator was " +
+                                   (comm.aborted.load() ? "aborted" : "destroyed") +
+                                   " before this work ran");
+      return true;
+    }
+    // After an error the communicator is unusable, as NCCL's is: the work does nothing.
+    if (comm.async_error.load() != ncclSuccess) {
+      m.skip = m.done = true;
+      return true;
+    }
+    set_text(comm.slot(comm.rank),
+             "in " + describe(m.ops.front()) +
+                 (m.ops.size() > 1 ? " (a group of " + std::to_string(m.ops.size()) + ")" : ""));
+  }
+  if (comm.aborted.load() || (comm.control && comm.header()->aborted_by.load() != 0)) {
+    const WaitResult why = comm.aborted.load() ? WaitResult::aborted : WaitResult::peer_aborted;
+    m.fail(why == WaitResult::aborted ? ncclInvalidUsage : ncclRemoteError,
+           describe(m.ops.front()) + m.where() + ": " + wait_failure(comm, why, m.timeout_s));
+    m.release_device();
+    return true;
+  }
+  if (!m.acquire_device()) {
+    if (std::chrono::steady_clock::now() < m.deadline) return false;
+    m.fail(ncclSystemError,
+           describe(m.ops.front()) + m.where() + ": " +
+               wait_failure(comm, WaitResult::timeout, m.timeout_s) +
+               "; it could not start: its device was running " + m.blocked_by +
+               " (NCCL operations of two communicators on one device must be issued in the same "
+               "order on every rank, or they can deadlock)");
+    return true;
+  }
+  m.post_sends();
+  m.fetch_receives();
+  m.progress_collectives();
+  if (!m.done && m.complete()) m.done = true;
+  if (!m.done && std::chrono::steady_clock::now() >= m.deadline)
+    m.fail(ncclSystemError, m.stalled());
+  if (m.done) m.release_device();
+  return m.done;
+}
+
+void OpsInFlight::run() {
+  Impl& m = *impl_;
+  // A runtime that runs work without asking whether it is ready gets the wait here.
+  while (!poll()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  CommState& comm = *m.comm;
+  if (m.skip) return;
+  if (!m.failure.empty()) {
+    for (const auto& p : m.progress)
+      if (!p.published.empty()) Segment::unlink(p.published);
+    set_text(comm.slot(comm.rank), "failed in " + describe(m.ops.front()));
+    comm.record_error(m.failure_code, m.failure);
     return;
   }
-  // After an error the communicator is unusable, as NCCL's is.
-  if (comm.async_error.load() != ncclSuccess) return;
-  RankSlot* mine = comm.slot(comm.rank);
-  for (const Op& op : ops)
-    if (op.kind == OpKind::send) {
-      set_text(mine, "in " + describe(op));
-      if (!post_send(comm, op)) return;
+  for (size_t i = 0; i < m.ops.size(); ++i) {
+    const Op& op = m.ops[i];
+    Impl::Progress& p = m.progress[i];
+    const size_t eb = dtype_bytes(op.dtype);
+    auto* out = static_cast<char*>(op.recv);
+    std::vector<const char*> inputs;
+    for (const auto& input : p.inputs) inputs.push_back(input.data());
+    switch (op.kind) {
+      case OpKind::all_reduce:
+        reduce(op.dtype, inputs, out, op.count, op.redop);
+        break;
+      case OpKind::reduce:
+        if (comm.rank == op.root) reduce(op.dtype, inputs, out, op.count, op.redop);
+        break;
+      case OpKind::broadcast:
+        if (op.count > 0) std::memcpy(out, inputs[size_t(op.root)], op.count * eb);
+        break;
+      case OpKind::reduce_scatter:
+        for (auto& block : inputs) block += size_t(comm.rank) * op.count * eb;
+        reduce(op.dtype, inputs, out, op.count, op.redop);
+        break;
+      case OpKind::all_gather:
+        for (int r = 0; r < comm.nranks; ++r)
+          if (op.count > 0)
+            std::memcpy(out + size_t(r) * op.count * eb, inputs[size_t(r)], op.count * eb);
+        break;
+      case OpKind::recv:
+        if (!p.received.empty()) std::memcpy(out, p.received.data(), p.received.size());
+        break;
+      default:
+        break;
     }
-  for (const Op& op : ops)
-    if (op.kind != OpKind::send && op.kind != OpKind::recv)
-      if (!run_collective(comm_ptr, op)) return;
-  for (const Op& op : ops)
-    if (op.kind == OpKind::recv) {
-      set_text(mine, "in " + describe(op));
-      if (!complete_recv(comm, op)) return;
-    }
-  for (const Op& op : ops)
-    if (op.kind == OpKind::send) {
-      set_text(mine, "in " + describe(op) + " (waiting for rank " + std::to_string(op.root) +
-                         " to receive it)");
-      if (!wait_sent(comm, op)) return;
-    }
-  set_text(mine, "idle after " + describe(ops.back()));
+  }
+  set_text(comm.slot(comm.rank), "idle after " + describe(m.ops.back()));
 }
 
 }  // namespace sonata::emu::nccl

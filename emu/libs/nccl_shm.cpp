@@ -52,9 +52,9 @@ Segment Segment::create(const std::string& name, size_t bytes, bool exclusive, s
   return segment;
 }
 
-Segment Segment::open_read(const std::string& name, std::string* error) {
+Segment Segment::open(const std::string& name, bool writable, std::string* error) {
   Segment segment;
-  const int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  const int fd = shm_open(name.c_str(), writable ? O_RDWR : O_RDONLY, 0);
   if (fd < 0) {
     *error = "shm_open(" + name + "): " + std::strerror(errno);
     return segment;
@@ -65,7 +65,8 @@ Segment Segment::open_read(const std::string& name, std::string* error) {
     close(fd);
     return segment;
   }
-  void* data = mmap(nullptr, size_t(info.st_size), PROT_READ, MAP_SHARED, fd, 0);
+  void* data = mmap(nullptr, size_t(info.st_size), writable ? PROT_READ | PROT_WRITE : PROT_READ,
+                    MAP_SHARED, fd, 0);
   close(fd);
   if (data == MAP_FAILED) {
     *error = "mmap(" + name + "): " + std::strerror(errno);
@@ -126,6 +127,21 @@ void set_text(RankSlot* slot, const std::string& text) {
   std::memcpy(slot->state, text.data(), n);
   slot->state[n] = '\0';
   unlock(slot);
+}
+
+void set_device_text(RankSlot* slot, const std::string& text) {
+  lock(slot);
+  const size_t n = std::min(text.size(), size_t(kTextBytes - 1));
+  std::memcpy(slot->device_state, text.data(), n);
+  slot->device_state[n] = '\0';
+  unlock(slot);
+}
+
+std::string get_device_text(RankSlot* slot) {
+  lock(slot);
+  std::string text(slot->device_state);
+  unlock(slot);
+  return text;
 }
 
 std::string get_text(RankSlot* slot) {

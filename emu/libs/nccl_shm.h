@@ -21,8 +21,8 @@ class Segment {
   // Creates (or opens, when it exists and `exclusive` is false) `name` with `bytes` bytes;
   // a new segment is zero-filled. Empty with `error` set on failure.
   static Segment create(const std::string& name, size_t bytes, bool exclusive, std::string* error);
-  // Opens an existing segment read-only; empty with `error` set on failure.
-  static Segment open_read(const std::string& name, std::string* error);
+  // Opens an existing segment (read-only unless `writable`); empty with `error` set on failure.
+  static Segment open(const std::string& name, bool writable, std::string* error);
   static void unlink(const std::string& name);
 
   void* data() const { return data_; }
@@ -50,16 +50,24 @@ struct OpDesc {
 struct RankSlot {
   std::atomic<uint32_t> joined;
   std::atomic<uint32_t> detached;
-  std::atomic<uint64_t> op_posted;  // the stream-ordered operation this rank has posted
-  std::atomic<uint64_t> op_done;    // ... and finished reading its peers' data for
-  OpDesc op;
+  std::atomic<uint64_t> op_posted;    // the last collective this rank has published
+  std::atomic<uint64_t> op_done;      // ... and the last it has fetched every peer's data for
+  OpDesc ops[kRing];                  // collective s at s % kRing (a rank runs < kRing ahead)
   std::atomic<uint64_t> host_posted;  // host-side collectives (ncclCommSplit)
   std::atomic<uint64_t> host_done;
   int32_t split_color;
   int32_t split_key;
   std::atomic<uint32_t> text_lock;
-  char state[kTextBytes];  // what the rank is doing, for other ranks' error messages
+  char state[kTextBytes];         // what the rank is doing, for other ranks' error messages
+  char device_state[kTextBytes];  // what holds the rank's device, when another communicator's
 };
+
+// The head of a published contribution or message; the data follows at kPayloadOffset. The
+// last of its readers removes the segment.
+struct SegmentHeader {
+  std::atomic<int32_t> readers;
+};
+constexpr size_t kPayloadOffset = 64;
 
 struct PairSlot {  // messages from one rank to another
   std::atomic<uint64_t> posted;
@@ -81,5 +89,7 @@ PairSlot* pair_of(void* control, int nranks, int from, int to);
 // Writes/reads a rank's state text under its lock.
 void set_text(RankSlot* slot, const std::string& text);
 std::string get_text(RankSlot* slot);
+void set_device_text(RankSlot* slot, const std::string& text);
+std::string get_device_text(RankSlot* slot);
 
 }  // namespace sonata::emu::nccl

@@ -52,14 +52,13 @@ bool resolve_kind(cudaMemcpyKind kind, const void* dst, const void* src, cudaMem
 
 // Checks one end of a copy when it runs; a read of never-written bytes is not an error for a
 // copy (whole buffers are copied), the destination inherits the source's shadow instead.
-bool end_ok(const std::string& name, const void* pointer, size_t bytes, AccessKind kind) {
+bool end_ok(const void* pointer, size_t bytes, AccessKind kind) {
   const AccessCheck check = check_access(pointer, bytes, kind);
   if (check.verdict == AccessVerdict::ok || check.verdict == AccessVerdict::outside_device_memory ||
       check.verdict == AccessVerdict::uninitialised) {
     return true;
   }
   report_device_fault(cudaErrorIllegalAddress, "memcheck: " + check.detail);
-  (void)name;
   return false;
 }
 
@@ -71,10 +70,10 @@ Work copy_work(std::string name, void* dst, const void* src, size_t count, bool 
   }
   Work work;
   work.name = name;
-  work.run = [name, dst, src, count, staged] {
+  work.run = [dst, src, count, staged] {
     const void* from = staged ? static_cast<const void*>(staged->data()) : src;
-    if (!staged && !end_ok(name, src, count, AccessKind::read)) return;
-    if (!end_ok(name, dst, count, AccessKind::write)) return;
+    if (!staged && !end_ok(src, count, AccessKind::read)) return;
+    if (!end_ok(dst, count, AccessKind::write)) return;
     std::memmove(dst, from, count);
     // A device-to-device copy carries the source's initialisation over.
     if (!staged && in_device_arena(src) && in_device_arena(dst)) {
@@ -115,7 +114,7 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cud
   const bool blocking = wait || where(dst) == Where::pageable;
   NodePtr node =
       enqueue_node(stream, copy_work(copy_name(call, actual, count), dst, src, count, stage));
-  if (blocking) run_until({node});
+  if (blocking && !run_until({node})) return cudaErrorUnknown;
   return sticky_error(stream->device);
 }
 
@@ -137,7 +136,7 @@ cudaError_t peer_copy(const char* call, void* dst, int dstDevice, const void* sr
   name << call << " device " << srcDevice << " -> device " << dstDevice << " (" << count
        << " bytes)";
   NodePtr node = enqueue_node(stream, copy_work(name.str(), dst, src, count, false));
-  if (wait) run_until({node});
+  if (wait && !run_until({node})) return cudaErrorUnknown;
   return sticky_error(stream->device);
 }
 

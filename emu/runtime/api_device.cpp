@@ -12,7 +12,7 @@ namespace {
 // Waits for all work of `device`; the pools then trim to their release thresholds, as the
 // real pool does at a synchronisation.
 cudaError_t synchronize_device(int device) {
-  run_until(device_tails(device));
+  if (!run_until(device_tails(device))) return cudaErrorUnknown;
   trim_pools_to_threshold();
   return sticky_error(device);
 }

@@ -79,7 +79,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t hEvent) {
   return api_call("cudaEventSynchronize", [&] {
     EventState* event = resolve_event(hEvent);
     if (!event) return cudaErrorInvalidResourceHandle;
-    run_until({event->node});
+    if (!run_until({event->node})) return cudaErrorUnknown;
     trim_pools_to_threshold();
     return sticky_error(event->device);
   });

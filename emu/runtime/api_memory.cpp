@@ -58,7 +58,7 @@ cudaError_t cudaFree(void* devPtr) {
       return bad_free("cudaFree", devPtr);
     }
     // cudaFree synchronises: all work of the device runs before the memory is freed.
-    run_until(device_tails(block->device));
+    if (!run_until(device_tails(block->device))) return cudaErrorUnknown;
     release_block(*block);
     return sticky_error(block->device);
   });
@@ -156,7 +156,7 @@ cudaError_t cudaFreeHost(void* ptr) {
     Block* block = live_block_at(ptr);
     if (!block || block->kind != BlockKind::pinned) return bad_free("cudaFreeHost", ptr);
     // Freeing pinned memory synchronises (copies from or to it may still be pending).
-    run_until(all_tails());
+    if (!run_until(all_tails())) return cudaErrorUnknown;
     release_block(*block);
     return cudaSuccess;
   });

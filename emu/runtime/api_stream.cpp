@@ -86,7 +86,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t hStream) {
   return api_call("cudaStreamSynchronize", [&] {
     StreamState* stream = resolve_stream(hStream);
     if (!stream) return cudaErrorInvalidResourceHandle;
-    run_until({stream_tail(*stream)});
+    if (!run_until({stream_tail(*stream)})) return cudaErrorUnknown;
     trim_pools_to_threshold();
     return sticky_error(stream->device);
   });

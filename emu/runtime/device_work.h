@@ -34,10 +34,15 @@ struct Work {
 // Enqueues `work` on `stream` (0 or cudaStreamLegacy: the legacy default stream of the
 // calling thread's current device, with its implicit synchronisation). Returns
 // cudaErrorInvalidResourceHandle for a destroyed or unknown stream, or the device's sticky
-// error; the work does not run then.
+// error; the work does not run then. A thread the device-selection rule refuses gets
+// cudaErrorDeviceUninitialized (and a message naming the work); inside a host function,
+// cudaErrorNotPermitted. Work may enqueue more work while it runs. Nothing is recorded as
+// the thread's last error: the caller decides (a launch records its own).
 cudaError_t enqueue(cudaStream_t stream, Work work);
 
-// The device a stream belongs to (the legacy default stream: the calling thread's device).
+// The device a stream belongs to (the legacy default stream: the calling thread's device,
+// under current_device()'s rule, so it may throw UsageError too); -1 for an unknown or
+// destroyed stream.
 int stream_device(cudaStream_t stream);
 
 // The calling thread's current device. Refuses (throws sonata::emu::UsageError naming the
@@ -49,10 +54,5 @@ int current_device();
 // (cudaErrorIllegalAddress, cudaErrorLaunchFailure...). It becomes the device's sticky error,
 // returned by every later call on that device, and the message names the work.
 void report_device_fault(cudaError_t error, const std::string& message);
-
-// Records `error` as the calling host thread's last error (cudaGetLastError returns and
-// clears it, cudaPeekAtLastError returns it): launch configuration errors, which are
-// returned at the launch and are not sticky. (Added by emu-exec for launch_kernel.)
-void set_last_error(cudaError_t error);
 
 }  // namespace sonata::emu

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <exception>
 #include <random>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -35,19 +36,21 @@ struct Registry {
   std::vector<std::vector<StreamState*>> device_streams;  // per device, created streams
   std::unordered_set<StreamState*> live_streams;
   std::unordered_set<EventState*> live_events;
+  // Every stream ever made, destroyed ones included (their nodes may still point at them).
+  std::vector<std::unique_ptr<StreamState>> owned;
   uint64_t next_seq = 0;
   std::mt19937_64 rng{seed_from_environment()};
 };
 
-// Stream and event states are never freed: a destroyed stream's work may still be pending
-// and nodes point at their stream (a few bytes per destroyed stream).
+// Stream states are never freed: a destroyed stream's work may still be pending and nodes
+// point at their stream (a few bytes per destroyed stream).
 Registry& registry() {
   static Registry* instance = [] {
     auto* r = new Registry;
     const int count = device_count();
     r->device_streams.resize(static_cast<size_t>(count));
     for (int device = 0; device < count; ++device) {
-      auto* legacy = new StreamState;
+      StreamState* legacy = r->owned.emplace_back(std::make_unique<StreamState>()).get();
       legacy->device = device;
       legacy->legacy = true;
       r->legacy.push_back(legacy);
@@ -67,7 +70,7 @@ StreamState* per_thread_stream(int device) {
   }
   StreamState*& stream = t_per_thread_streams[static_cast<size_t>(device)];
   if (!stream) {
-    stream = new StreamState;
+    stream = registry().owned.emplace_back(std::make_unique<StreamState>()).get();
     stream->device = device;
     registry().device_streams[static_cast<size_t>(device)].push_back(stream);
   }
@@ -171,18 +174,56 @@ void finish_node(const NodePtr& node) {
   node->work = Work{node->work.name, {}, {}, {}, {}};  // frees staged copies and closures
 }
 
-// Starts a node; finishes it too unless it is a host function, which the callback thread
-// runs while the scheduler goes on (the node holds its stream until it returns).
+// SONATA_EMU_TRACE=1 prints each piece of work as it starts: the order a seed gave.
+bool tracing() {
+  static const bool trace = [] {
+    const char* text = std::getenv("SONATA_EMU_TRACE");
+    return text && *text && std::string(text) != "0";
+  }();
+  return trace;
+}
+
+void trace_start(const Node& node, bool dropped) {
+  const StreamState& stream = *node.stream;
+  std::fprintf(stderr, "sonata emu trace: device %d %sstream %p #%llu: %s%s\n", stream.device,
+               stream.legacy ? "legacy " : "", static_cast<const void*>(&stream),
+               static_cast<unsigned long long>(node.seq), node.work.name.c_str(),
+               dropped ? " (dropped: the device is poisoned)" : "");
+}
+
+// Finishes a host function's node once its call returned; false while it runs.
+bool finish_host_call(const NodePtr& node) {
+  if (!node->host_call->finished.load(std::memory_order_acquire)) return false;
+  if (!node->host_call->failure.empty()) {
+    set_sticky_error(node->stream->device, cudaErrorLaunchFailure,
+                     node->work.name + " threw: " + node->host_call->failure);
+  }
+  finish_node(node);
+  return true;
+}
+
+// How long the scheduler waits for a host function before it goes on without it: most
+// return at once, and waiting for them keeps the order a seed gives the same; one that
+// blocks (until the host opens a gate) holds only its own stream.
+constexpr auto kHostCallPatience = std::chrono::milliseconds(100);
+
+// Starts a node; finishes it too unless it is a host function still running on the
+// callback thread (the node then holds its stream until it returns).
 void run_node(const NodePtr& node) {
   const int device = node->stream->device;
   // The node stays at its stream's head while it runs, marked running, so that work that
   // re-enters the scheduler cannot start its successors (or itself) early.
   node->running = true;
+  if (tracing()) trace_start(*node, sticky_error(device) != cudaSuccess);
   const bool healthy = sticky_error(device) == cudaSuccess && ranges_ok(*node);
   if (healthy && node->host_function) {
     node->host_call = std::make_shared<HostCall>();
     node->host_call->run = node->work.run;
     dispatch_host_call(node->host_call);
+    const auto deadline = std::chrono::steady_clock::now() + kHostCallPatience;
+    while (!finish_host_call(node) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
     return;
   }
   if (healthy && node->work.run) {
@@ -193,6 +234,8 @@ void run_node(const NodePtr& node) {
     } catch (const std::exception& failure) {
       set_sticky_error(device, cudaErrorLaunchFailure,
                        node->work.name + " threw: " + failure.what());
+    } catch (...) {
+      set_sticky_error(device, cudaErrorLaunchFailure, node->work.name + " threw");
     }
     t_running = outer;
   }
@@ -204,12 +247,7 @@ void collect_host_calls(const std::vector<StreamState*>& streams) {
   for (StreamState* stream : streams) {
     if (stream->pending.empty()) continue;
     const NodePtr head = stream->pending.front();
-    if (!head->host_call || !head->host_call->finished.load(std::memory_order_acquire)) continue;
-    if (!head->host_call->failure.empty()) {
-      set_sticky_error(stream->device, cudaErrorLaunchFailure,
-                       head->work.name + " threw: " + head->host_call->failure);
-    }
-    finish_node(head);
+    if (head->host_call) finish_host_call(head);
   }
 }
 
@@ -237,7 +275,7 @@ StreamState* resolve_stream(cudaStream_t stream) {
 
 cudaStream_t create_stream(int device, unsigned flags, int priority) {
   Registry& r = registry();
-  auto* stream = new StreamState;
+  StreamState* stream = r.owned.emplace_back(std::make_unique<StreamState>()).get();
   stream->device = device;
   stream->flags = flags;
   stream->priority = priority;

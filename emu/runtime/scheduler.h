@@ -7,7 +7,7 @@
 // streams' -- choosing among the ready heads with a seeded RNG that prefers the most
 // recently enqueued (the least convenient legal order). A query runs at most a few pieces,
 // so polling loops end. A fault in a piece of work poisons its device, whose remaining work
-// is dropped.
+// is dropped. SONATA_EMU_TRACE=1 prints each piece of work as it starts.
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -75,7 +75,9 @@ std::vector<NodePtr> device_tails(int device);
 std::vector<NodePtr> all_tails();
 
 // Runs work until every target is done; at most `max_steps` pieces (0: no bound).
-// Returns whether every target is done.
+// Returns whether every target is done: without a bound, false only when the wait cannot
+// end (a synchronisation inside work, waiting for work ordered after it), said on stderr;
+// the entry point then fails with cudaErrorUnknown.
 bool run_until(const std::vector<NodePtr>& targets, size_t max_steps = 0);
 
 // The bound of a query's progress (cudaEventQuery, cudaStreamQuery).

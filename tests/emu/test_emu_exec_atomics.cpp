@@ -45,6 +45,13 @@ TEST_CASE("emu exec: atomicAdd is exact under the adversarial thread order", "[e
   // The same seed gives the same order; another seed another one.
   CHECK(ticket_order(5, 3, 256) == first);
   CHECK(ticket_order(6, 3, 256) != first);
+  // Blocks run in a seeded order too: for some seed, block 0 is not the first to run.
+  bool block0_not_first = false;
+  for (uint64_t seed = 5; seed < 12 && !block0_not_first; ++seed) {
+    const std::vector<int> tickets = ticket_order(seed, 3, 256);
+    block0_not_first = *std::min_element(tickets.begin(), tickets.begin() + 256) != 0;
+  }
+  CHECK(block0_not_first);
   sonata::emu::reset_lane_order(1);
 }
 

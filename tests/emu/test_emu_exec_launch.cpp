@@ -50,12 +50,18 @@ TEST_CASE("emu exec: dynamic shared memory above 48 KiB needs the opt-in", "[emu
   CHECK(launch_error(dim3(1), dim3(32), 48 * 1024 + 1, &message) == cudaErrorInvalidValue);
   CHECK_THAT(message, Catch::Contains("cudaFuncAttributeMaxDynamicSharedMemorySize"));
   cudaGetLastError();
-  CHECK(sonata::emu::set_max_dynamic_shared_bytes(empty_kernel_address(), 100 * 1024) ==
-        cudaSuccess);
+  CHECK(cudaFuncSetAttribute(empty_kernel_address(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             100 * 1024) == cudaSuccess);
   CHECK(run([] { return empty_kernel(dim3(1), dim3(32), 64 * 1024); }).sync == cudaSuccess);
   CHECK(launch_error(dim3(1), dim3(32), 101 * 1024, &message) == cudaErrorInvalidValue);
   cudaGetLastError();
-  CHECK(sonata::emu::set_max_dynamic_shared_bytes(empty_kernel_address(), 228 * 1024) ==
-        cudaErrorInvalidValue);
-  sonata::emu::set_max_dynamic_shared_bytes(empty_kernel_address(), 48 * 1024);
+  cudaError_t over = cudaSuccess;
+  capture_stderr([&] {
+    over = cudaFuncSetAttribute(empty_kernel_address(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                228 * 1024);
+  });
+  CHECK(over == cudaErrorInvalidValue);
+  cudaGetLastError();
+  cudaFuncSetAttribute(empty_kernel_address(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       48 * 1024);
 }

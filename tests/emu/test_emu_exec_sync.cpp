@@ -119,3 +119,18 @@ TEST_CASE("emu exec: ballot, any and all vote over the warp", "[emu][exec]") {
   cudaFree(p);
   cudaFree(out);
 }
+
+TEST_CASE("emu exec: a vote whose mask names a lane waiting at a barrier is caught",
+          "[emu][exec][defect]") {
+  unsigned* out = device_array<unsigned>(32);
+  const Outcome bad = run([&] { return vote_with_lane_at_barrier(out, false); });
+  CHECK(bad.sync == cudaErrorLaunchFailure);
+  CHECK_THAT(bad.message, Catch::Contains("synccheck: Invalid mask"));
+  CHECK_THAT(bad.message, Catch::Contains("__ballot_sync"));
+  CHECK_THAT(bad.message,
+             Catch::Contains("names lane 0 (thread (0,0,0)), which waits at __syncthreads"));
+  const Outcome good = run([&] { return vote_with_lane_at_barrier(out, true); });
+  REQUIRE(good.sync == cudaSuccess);
+  CHECK(host_copy(out, 32) == std::vector<unsigned>(32, 0xffffffffu));
+  cudaFree(out);
+}

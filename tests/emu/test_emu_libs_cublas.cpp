@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "emu/libs/counters.h"
 #include "tests/emu/test_emu_libs_support.h"
@@ -254,4 +255,26 @@ TEST_CASE("emulated cublasSetWorkspace wants 256-byte alignment and the GEMM wri
   REQUIRE(cublasSetWorkspace(h.handle, workspace.get(), 4096) == CUBLAS_STATUS_SUCCESS);
   REQUIRE(gemm() == CUBLAS_STATUS_SUCCESS);
   CHECK(cudaStreamSynchronize(stream.get()) != cudaSuccess);
+}
+
+// The runtime refuses a thread that never selected a device in a process that selected
+// another than 0 (on a card it would open a context on GPU 0); the libraries answer with
+// their own error instead of throwing through their C interface. The twin selects first.
+TEST_CASE("emulated cublasCreate refuses a thread that never selected a device", "[emu][cublas]") {
+  REQUIRE(cudaSetDevice(1) == cudaSuccess);
+  cublasStatus_t unselected = CUBLAS_STATUS_SUCCESS, selected = CUBLAS_STATUS_NOT_INITIALIZED;
+  std::thread([&] {
+    cublasHandle_t handle = nullptr;
+    unselected = cublasCreate(&handle);
+    if (unselected == CUBLAS_STATUS_SUCCESS) cublasDestroy(handle);
+  }).join();
+  std::thread([&] {
+    cudaSetDevice(1);
+    cublasHandle_t handle = nullptr;
+    selected = cublasCreate(&handle);
+    if (selected == CUBLAS_STATUS_SUCCESS) cublasDestroy(handle);
+  }).join();
+  CHECK(unselected == CUBLAS_STATUS_NOT_INITIALIZED);
+  CHECK(selected == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
 }

@@ -287,3 +287,97 @@ TEST_CASE("emulated ncclCommAbort wakes a rank waiting for its peer", "[emu][ncc
   INFO(text);
   CHECK(text.find("rank 1 aborted the communicator") != std::string::npos);
 }
+
+// Planted defect (issue #37 item 6's pattern): each rank uses two communicators on its device
+// and starts their all-reduces in opposite orders. One NCCL operation holds a device until
+// its peers join, so the ranks deadlock and report a timeout; the twin (same order on both
+// ranks) completes. With SONATA_EMU_NCCL_CONCURRENT=1 (no such hold) the defect passes
+// unnoticed, as it may on a card with room for both kernels.
+TEST_CASE("emulated NCCL deadlocks two communicators used in different orders on two ranks",
+          "[emu][nccl]") {
+  const ScopedEnv timeout("SONATA_EMU_NCCL_TIMEOUT_S", "1");
+  for (const bool same_order : {true, false}) {
+    INFO((same_order ? "same order" : "opposite orders"));
+    ncclUniqueId second_id;
+    REQUIRE(ncclGetUniqueId(&second_id) == ncclSuccess);
+    std::vector<ncclResult_t> async_first(2, ncclSuccess), async_second(2, ncclSuccess);
+    std::vector<std::string> text(2);
+    std::vector<float> sums(4, 0.0f);
+    run_ranks(2, [&](int r, ncclComm_t first, cudaStream_t first_stream) {
+      ncclComm_t second = nullptr;
+      ncclCommInitRank(&second, 2, second_id, r);
+      cudaStream_t second_stream = nullptr;
+      cudaStreamCreate(&second_stream);
+      void* a = upload(std::vector<float>{1});
+      void* b = upload(std::vector<float>{10});
+      if (same_order || r == 0) {
+        ncclAllReduce(a, a, 1, ncclFloat32, ncclSum, first, first_stream);
+        ncclAllReduce(b, b, 1, ncclFloat32, ncclSum, second, second_stream);
+        cudaStreamSynchronize(first_stream);
+        cudaStreamSynchronize(second_stream);
+      } else {
+        // Rank 1 starts the second communicator's all-reduce first (a query lets it start),
+        // then waits for both at once, as a card would run them.
+        ncclAllReduce(b, b, 1, ncclFloat32, ncclSum, second, second_stream);
+        cudaStreamQuery(second_stream);
+        cudaGetLastError();  // the query's not-ready
+        ncclAllReduce(a, a, 1, ncclFloat32, ncclSum, first, first_stream);
+        cudaDeviceSynchronize();
+      }
+      ncclCommGetAsyncError(first, &async_first[size_t(r)]);
+      ncclCommGetAsyncError(second, &async_second[size_t(r)]);
+      text[size_t(r)] = std::string(ncclGetLastError(first)) + " | " + ncclGetLastError(second);
+      sums[size_t(2 * r)] = download<float>(a, 1)[0];
+      sums[size_t(2 * r + 1)] = download<float>(b, 1)[0];
+      cudaFree(a);
+      cudaFree(b);
+      cudaStreamDestroy(second_stream);
+      ncclCommDestroy(second);
+      ncclCommDestroy(first);
+    });
+    INFO("rank 0: " << text[0] << "\nrank 1: " << text[1]);
+    if (same_order) {
+      CHECK(async_first == std::vector<ncclResult_t>{ncclSuccess, ncclSuccess});
+      CHECK(async_second == std::vector<ncclResult_t>{ncclSuccess, ncclSuccess});
+      CHECK(sums == std::vector<float>{2, 20, 2, 20});
+    } else {
+      // Whichever rank's wait ends first reports the timeout; its device then runs the other
+      // all-reduce, which meets a peer that gave up. Each rank ends with a communicator in error.
+      const std::string both = text[0] + text[1];
+      CHECK(both.find("ncclAllReduce #1") != std::string::npos);
+      CHECK(both.find("timed out") != std::string::npos);
+      CHECK(both.find("its device was running ncclAllReduce #1") != std::string::npos);
+      for (int r = 0; r < 2; ++r)
+        CHECK((async_first[size_t(r)] != ncclSuccess || async_second[size_t(r)] != ncclSuccess));
+    }
+  }
+}
+
+// Issue #37 item 4: NCCL takes its own buffers with plain cudaMalloc when a communicator first
+// communicates, so memory a caching pool keeps is not available to it. Asked for more than the
+// device has, the first operation fails and says so; the twin (default size) runs.
+TEST_CASE("emulated NCCL allocates its buffers when it first communicates", "[emu][nccl]") {
+  for (const bool too_big : {false, true}) {
+    INFO((too_big ? "buffers larger than the device" : "default buffers"));
+    const ScopedEnv bytes("SONATA_EMU_NCCL_BUFFER_BYTES", too_big ? "1e15" : "4194304");
+    std::vector<ncclResult_t> issued(2, ncclSuccess);
+    std::vector<std::string> text(2);
+    run_ranks(2, [&](int r, ncclComm_t comm, cudaStream_t stream) {
+      void* buffer = upload(std::vector<float>{1});
+      issued[size_t(r)] = ncclAllReduce(buffer, buffer, 1, ncclFloat32, ncclSum, comm, stream);
+      text[size_t(r)] = ncclGetLastError(comm);
+      if (issued[size_t(r)] == ncclSuccess) cudaStreamSynchronize(stream);
+      cudaFree(buffer);
+      ncclCommDestroy(comm);
+    });
+    for (int r = 0; r < 2; ++r) {
+      INFO("rank " << r << ": " << text[size_t(r)]);
+      if (too_big) {
+        CHECK(issued[size_t(r)] == ncclUnhandledCudaError);
+        CHECK(text[size_t(r)].find("could not allocate NCCL's") != std::string::npos);
+      } else {
+        CHECK(issued[size_t(r)] == ncclSuccess);
+      }
+    }
+  }
+}

@@ -108,7 +108,7 @@ TEST_CASE("emu runtime: the stream-ordered pool and its attributes", "[emu][runt
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
 }
 
-TEST_CASE("emu runtime: pinned memory is registered; pageable sources are staged at the call",
+TEST_CASE("emu runtime: pinned memory is registered, pageable sources are staged at the call",
           "[emu][runtime]") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   int* pinned = nullptr;
@@ -173,6 +173,33 @@ TEST_CASE("emu runtime: work touching memory outside its allocation poisons the 
   const std::string message = capture.text();
   CHECK(message.find("kernel past_the_end") != std::string::npos);
   CHECK(message.find("runs past the end of allocation") != std::string::npos);
+  REQUIRE(cudaDeviceReset() == cudaSuccess);
+  cudaGetLastError();
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+}
+
+TEST_CASE("emu runtime: a copy from freed memory faults when it runs, copies carry initcheck",
+          "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(6) == cudaSuccess);
+  char* source = nullptr;
+  char* target = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&source), 64) == cudaSuccess);
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&target), 64) == cudaSuccess);
+  REQUIRE(cudaMemset(source, 1, 32) == cudaSuccess);  // the first half only
+  REQUIRE(cudaMemcpy(target, source, 64, cudaMemcpyDeviceToDevice) == cudaSuccess);
+  CHECK(check_access(target, 32, AccessKind::read).verdict == AccessVerdict::ok);
+  CHECK(check_access(target + 32, 1, AccessKind::read).verdict == AccessVerdict::uninitialised);
+
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaFreeAsync(source, stream) == cudaSuccess);
+  char host[64];
+  test::StderrCapture capture;
+  CHECK(cudaMemcpyAsync(host, source, 64, cudaMemcpyDeviceToHost, stream) ==
+        cudaErrorIllegalAddress);
+  const std::string message = capture.text();
+  CHECK(message.find("cudaMemcpyAsync DeviceToHost (64 bytes)") != std::string::npos);
+  CHECK(message.find("in freed allocation") != std::string::npos);
   REQUIRE(cudaDeviceReset() == cudaSuccess);
   cudaGetLastError();
   REQUIRE(cudaSetDevice(0) == cudaSuccess);

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -200,7 +201,7 @@ TEST_CASE("emu runtime: the legacy default stream synchronises with blocking str
   REQUIRE(cudaFreeHost(seen) == cudaSuccess);
 }
 
-TEST_CASE("emu runtime: work may enqueue more work; it runs in its own stream's order",
+TEST_CASE("emu runtime: work may enqueue more work, which runs in its own stream's order",
           "[emu][runtime]") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   cudaStream_t first = nullptr, second = nullptr;
@@ -286,5 +287,73 @@ TEST_CASE("emu runtime: a host function may hold its stream until the host opens
   CHECK(after == 1);
   CHECK_FALSE(gate.timed_out);
   REQUIRE(cudaEventDestroy(passed) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}
+
+namespace {
+
+// The order in which 4 streams' 3 pieces of work each run, for `seed`.
+std::vector<int> run_order(uint64_t seed) {
+  set_seed(seed);
+  std::vector<cudaStream_t> streams(4);
+  for (cudaStream_t& s : streams)
+    REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  std::vector<int> order;
+  for (int item = 0; item < 3; ++item) {
+    for (int s = 0; s < 4; ++s) {
+      Work work;
+      work.name = "item";
+      work.run = [&order, s, item] { order.push_back(10 * s + item); };
+      REQUIRE(enqueue(streams[size_t(s)], std::move(work)) == cudaSuccess);
+    }
+  }
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  for (cudaStream_t s : streams) REQUIRE(cudaStreamDestroy(s) == cudaSuccess);
+  set_seed(1);
+  return order;
+}
+
+}  // namespace
+
+TEST_CASE("emu runtime: a seed fixes the order, seeds explore orders, streams keep theirs",
+          "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  CHECK(run_order(5) == run_order(5));
+  std::set<std::vector<int>> orders;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const std::vector<int> order = run_order(seed);
+    REQUIRE(order.size() == 12);
+    for (int s = 0; s < 4; ++s) {  // each stream's items in its order
+      std::vector<int> mine;
+      for (int v : order) {
+        if (v / 10 == s) mine.push_back(v % 10);
+      }
+      CHECK(mine == std::vector<int>{0, 1, 2});
+    }
+    orders.insert(order);
+  }
+  CHECK(orders.size() >= 4);
+  // The least convenient order is preferred: the most recently enqueued ready work (the last
+  // stream's first item) goes first more often than the fair 1 in 4.
+  int last_first = 0;
+  for (uint64_t seed = 1; seed <= 16; ++seed) last_first += run_order(seed).front() == 30;
+  CHECK(last_first > 8);
+}
+
+TEST_CASE("emu runtime: work that waits for its own stream fails instead of hanging",
+          "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  cudaError_t inner = cudaSuccess;
+  Work waits;
+  waits.name = "waits for itself";
+  waits.run = [&inner, stream] { inner = cudaStreamSynchronize(stream); };
+  REQUIRE(enqueue(stream, std::move(waits)) == cudaSuccess);
+  test::StderrCapture capture;
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  CHECK(inner == cudaErrorUnknown);
+  CHECK(capture.text().find("waits for work ordered after itself") != std::string::npos);
+  cudaGetLastError();
   REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }

@@ -27,9 +27,12 @@ __global__ void copy_kernel(const float* in, float* out) {
   out[threadIdx.x] = in[threadIdx.x];
 }
 
-__global__ void neighbour_swap_kernel(const float* in, float* out, bool barrier) {
-  __shared__ float tile[64];
-  tile[threadIdx.x] = 0.0f;  // defined first, so the defect shows as the race it is
+// A template: its __shared__ array is a COMDAT static, which GCC 12 will not put in a
+// section of our own (emu/exec/shared_memory.h says how the executor finds it instead).
+template <typename T>
+__global__ void neighbour_swap_kernel(const T* in, T* out, bool barrier) {
+  __shared__ T tile[64];
+  tile[threadIdx.x] = T(0);  // defined first, so the defect shows as the race it is
   __syncthreads();
   tile[threadIdx.x] = in[threadIdx.x];
   if (barrier) __syncthreads();
@@ -109,6 +112,17 @@ __global__ void shuffles_kernel(const int* in, int* out, int width) {
   out[4 * lane + 3] = __shfl_xor_sync(0xffffffffu, v, 5, width);
 }
 
+// Lane 0 waits at a barrier while the rest of its warp votes with a full mask.
+__global__ void vote_with_lane_at_barrier_kernel(unsigned* out, bool lane0_votes) {
+  if (threadIdx.x == 0 && !lane0_votes) {
+    __syncthreads();
+    return;
+  }
+  out[threadIdx.x] = __ballot_sync(0xffffffffu, 1);
+  if (threadIdx.x == 0) return;
+  __syncthreads();
+}
+
 __global__ void votes_kernel(const int* predicates, unsigned* out) {
   const int p = predicates[threadIdx.x];
   out[3 * threadIdx.x + 0] = __ballot_sync(0xffffffffu, p);
@@ -171,7 +185,7 @@ __global__ void big_shared_kernel(float* out, bool too_big) {
 
 __global__ void fault_in_block_one_kernel(int* counter, int* small) {
   if (threadIdx.x == 0) atomicAdd(counter, 1);
-  if (blockIdx.x == 1 && threadIdx.x == 0) small[4] = 1;  // small has 4 ints
+  if (threadIdx.x == 0) small[4] = 1;  // small has 4 ints: every block faults
 }
 
 __global__ void empty_kernel_kernel() {}
@@ -188,7 +202,7 @@ cudaError_t copy(const float* in, float* out, int n) {
   return LAUNCH(copy_kernel, dim3(1), dim3(unsigned(n)), 0, in, out);
 }
 cudaError_t neighbour_swap(const float* in, float* out, bool barrier) {
-  return LAUNCH(neighbour_swap_kernel, dim3(1), dim3(64), 0, in, out, barrier);
+  return LAUNCH(neighbour_swap_kernel<float>, dim3(1), dim3(64), 0, in, out, barrier);
 }
 cudaError_t shared_same_word(int* out, bool only_thread0) {
   return LAUNCH(shared_same_word_kernel, dim3(1), dim3(64), 0, out, only_thread0);
@@ -217,6 +231,9 @@ cudaError_t partial_warp_sum(const int* in, int* out, bool mask_matches) {
 }
 cudaError_t shuffles(const int* in, int* out, int width) {
   return LAUNCH(shuffles_kernel, dim3(1), dim3(32), 0, in, out, width);
+}
+cudaError_t vote_with_lane_at_barrier(unsigned* out, bool lane0_votes) {
+  return LAUNCH(vote_with_lane_at_barrier_kernel, dim3(1), dim3(32), 0, out, lane0_votes);
 }
 cudaError_t votes(const int* predicates, unsigned* out) {
   return LAUNCH(votes_kernel, dim3(1), dim3(32), 0, predicates, out);

@@ -28,6 +28,7 @@ cudaError_t syncthreads_reductions(const int* predicates, int* out, int threads)
 cudaError_t partial_warp_sum(const int* in, int* out, bool mask_matches);  // lanes >= 16 exit
 cudaError_t shuffles(const int* in, int* out, int width);  // out[4*lane + {0..3}]: idx,up,down,xor
 cudaError_t votes(const int* predicates, unsigned* out);   // ballot, any, all per lane
+cudaError_t vote_with_lane_at_barrier(unsigned* out, bool lane0_votes);  // 1 warp
 // Atomics.
 cudaError_t atomic_counts(int* counter, unsigned long long* wide, float* sum, int* order,
                           int blocks, int threads);
@@ -36,7 +37,7 @@ cudaError_t shared_atomic_histogram(const int* in, int* out, int n);  // 1 block
 cudaError_t block_sum(const float* in, float* out, int n, int blocks);
 // Shared memory above the static limit (13000 floats) or just under it (12000).
 cudaError_t big_shared(float* out, bool too_big);
-// Counts the blocks that ran (atomicAdd on counter[0]); block 1 writes out of bounds.
+// Counts the blocks that ran (atomicAdd on counter[0]); then each block writes out of bounds.
 cudaError_t fault_in_block_one(int* counter, int* small);
 // The grid's extent: one thread per block writes nothing; for limit tests.
 cudaError_t empty_kernel(dim3 grid, dim3 block, size_t dynamic_shared = 0);
