@@ -20,10 +20,6 @@ function(sonata_cuda_sources target)
   if(NOT _cu)
     return()
   endif()
-  # Device functions the emulator's headers lack so far (emu/include/sonata_emu_extras.h);
-  # g++ does not know nvcc's #pragma unroll.
-  set_property(SOURCE ${_cu} TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_OPTIONS
-               -include sonata_emu_extras.h -Wno-unknown-pragmas)
   if(COMMAND sonata_emu_kernel_sources)
     # emu/exec's function: LANGUAGE CXX and the instrumentation flags of kernel code.
     sonata_emu_kernel_sources(${target} ${_cu})
