@@ -1,7 +1,5 @@
 #include "emu/runtime/error_state.h"
 
-#include "emu/runtime/device_work.h"
-
 #include <pthread.h>
 
 #include <sstream>
@@ -17,12 +15,6 @@ thread_local cudaError_t t_last_error = cudaSuccess;
 cudaError_t record_error(cudaError_t error) {
   if (error != cudaSuccess) t_last_error = error;
   return error;
-}
-
-// device_work.h's contract (declared for emu/exec's launch_kernel): a launch error is the
-// thread's last error, not sticky.
-void set_last_error(cudaError_t error) {
-  record_error(error);
 }
 
 cudaError_t last_error(bool reset) {
