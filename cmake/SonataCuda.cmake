@@ -4,7 +4,60 @@
 set(SONATA_WITH_CUDA OFF)
 set(SONATA_WITH_CUDNN OFF)
 set(SONATA_WITH_NCCL OFF)
+# Every target that compiles CUDA sources (*.cu) calls this: under nvcc nothing to do; under
+# the emulator the sources are C++ compiled with the kernel executor's instrumentation.
+function(sonata_cuda_sources target)
+  if(NOT SONATA_CUDA_EMU)
+    return()
+  endif()
+  get_target_property(_sources ${target} SOURCES)
+  set(_cu "")
+  foreach(_s ${_sources})
+    if(_s MATCHES "\\.cu$")
+      list(APPEND _cu ${_s})
+    endif()
+  endforeach()
+  if(NOT _cu)
+    return()
+  endif()
+  if(COMMAND sonata_emu_kernel_sources)
+    # emu/exec's function: LANGUAGE CXX and the instrumentation flags of kernel code.
+    sonata_emu_kernel_sources(${target} ${_cu})
+  else()
+    set_source_files_properties(${_cu} TARGET_DIRECTORY ${target} PROPERTIES LANGUAGE CXX)
+  endif()
+endfunction()
+
+set(SONATA_CUDA_EMU OFF)
 if(SONATA_CUDA STREQUAL "OFF")
+  return()
+endif()
+
+# SONATA_CUDA=EMU: no nvcc and no CUDA toolkit. The CUDA sources compile as C++ against the
+# emulator's drop-in headers (emu/include) and run on the CPU under its model of CUDA's rules
+# (emu/, README "The CUDA emulator"). Every CUDA target below resolves to the emulator.
+if(SONATA_CUDA STREQUAL "EMU")
+  set(SONATA_CUDA_EMU ON)
+  set(SONATA_WITH_CUDA ON)
+  set(SONATA_WITH_CUDNN ON)
+  set(SONATA_WITH_NCCL ON)
+  add_compile_definitions(SONATA_CUDA_EMU=1)
+  set(_emu_include ${CMAKE_CURRENT_LIST_DIR}/../emu/include)
+  cmake_path(NORMAL_PATH _emu_include)
+  add_library(sonata_cuda_emu INTERFACE)
+  # First on the include path: nothing of a CUDA toolkit may be found instead.
+  target_include_directories(sonata_cuda_emu BEFORE INTERFACE ${_emu_include})
+  target_link_libraries(sonata_cuda_emu INTERFACE sonata_emu_runtime sonata_emu_exec
+                                                  sonata_emu_libs)
+  foreach(_lib cudart cublas cublasLt cufft nvtx3)
+    add_library(CUDA::${_lib} INTERFACE IMPORTED GLOBAL)
+    target_link_libraries(CUDA::${_lib} INTERFACE sonata_cuda_emu)
+  endforeach()
+  add_library(sonata_cudnn INTERFACE)
+  target_link_libraries(sonata_cudnn INTERFACE sonata_cuda_emu)
+  add_library(sonata_nccl INTERFACE)
+  target_link_libraries(sonata_nccl INTERFACE sonata_cuda_emu)
+  message(STATUS "sonata: CUDA emulated on the CPU (emu/), no GPU used")
   return()
 endif()
 

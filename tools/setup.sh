@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ pkg-config libopenblas-openmp-dev catch2 nlohmann-json3-dev libcli11-dev libsndfile1-dev libpng-dev libjpeg62-turbo-dev libopenmpi-dev openmpi-bin)
+packages=(cmake ninja-build g++ pkg-config libopenblas-openmp-dev catch2 nlohmann-json3-dev libcli11-dev libsndfile1-dev libpng-dev libjpeg62-turbo-dev libopenmpi-dev openmpi-bin libboost-context-dev)
 read -r -a extra_packages <<<"${SONATA_EXTRA_PACKAGES:-}"
 packages+=("${extra_packages[@]}")
 missing=()

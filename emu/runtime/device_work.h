@@ -25,15 +25,24 @@ struct Work {
   std::function<void()> run;    // runs on whichever host thread drives the scheduler
   std::vector<MemRange> reads;  // checked before run(); written ranges become initialised
   std::vector<MemRange> writes;
+  // Optional: while it returns false the work is not started (a collective waiting for its
+  // peers in other processes). It must become true eventually -- a timeout included, after
+  // which run() reports the error -- or a synchronisation waiting on the work never ends.
+  std::function<bool()> ready;
 };
 
 // Enqueues `work` on `stream` (0 or cudaStreamLegacy: the legacy default stream of the
 // calling thread's current device, with its implicit synchronisation). Returns
 // cudaErrorInvalidResourceHandle for a destroyed or unknown stream, or the device's sticky
-// error; the work does not run then.
+// error; the work does not run then. A thread the device-selection rule refuses gets
+// cudaErrorDeviceUninitialized (and a message naming the work); inside a host function,
+// cudaErrorNotPermitted. Work may enqueue more work while it runs. Nothing is recorded as
+// the thread's last error: the caller decides (a launch records its own).
 cudaError_t enqueue(cudaStream_t stream, Work work);
 
-// The device a stream belongs to (the legacy default stream: the calling thread's device).
+// The device a stream belongs to (the legacy default stream: the calling thread's device,
+// under current_device()'s rule, so it may throw UsageError too); -1 for an unknown or
+// destroyed stream.
 int stream_device(cudaStream_t stream);
 
 // The calling thread's current device. Refuses (throws sonata::emu::UsageError naming the

@@ -58,11 +58,11 @@ void non_finite_check_and_unscale(DType dtype, void* const* tensors, const int64
     for_each_tensor_list<1>(count, describe, [&](const TensorList<1>& list, int64_t chunks) {
       check_grid(chunks, "non_finite_check_and_unscale");
       if (inv_scale != nullptr) {
-        non_finite_check_and_unscale_kernel<T, true>
-            <<<unsigned(chunks), kBlockSize, 0, stream>>>(list, found_inf, inv_scale);
+        launch(non_finite_check_and_unscale_kernel<T, true>, unsigned(chunks), kBlockSize, 0,
+               stream, list, found_inf, inv_scale);
       } else {
-        non_finite_check_and_unscale_kernel<T, false>
-            <<<unsigned(chunks), kBlockSize, 0, stream>>>(list, found_inf, inv_scale);
+        launch(non_finite_check_and_unscale_kernel<T, false>, unsigned(chunks), kBlockSize, 0,
+               stream, list, found_inf, inv_scale);
       }
       CUDA_CHECK_LAUNCH();
     });
@@ -73,8 +73,8 @@ void update_scale(float* scale, float* inv_scale, int32_t* growth_tracker, float
                   double growth_factor, double backoff_factor, int64_t growth_interval,
                   cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::update_scale");
-  update_scale_kernel<<<1, 1, 0, stream>>>(scale, inv_scale, growth_tracker, found_inf,
-                                           growth_factor, backoff_factor, growth_interval);
+  launch(update_scale_kernel, 1, 1, 0, stream, scale, inv_scale, growth_tracker, found_inf,
+         growth_factor, backoff_factor, growth_interval);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -420,21 +420,20 @@ void batch_norm_statistics(DType dtype, const void* x, int64_t batch, int64_t ch
     using A = float_compute_t<T>;
     A* partial = static_cast<A*>(workspace);
     if (batch_norm_by_columns(spatial)) {
-      statistics_columns_kernel<T>
-          <<<column_grid(splits, channels), dim3(kWarpSize, kColumnRows), 0, stream>>>(
-              static_cast<const T*>(x), batch, channels, splits, partial);
+      launch(statistics_columns_kernel<T>, column_grid(splits, channels),
+             dim3(kWarpSize, kColumnRows), 0, stream, static_cast<const T*>(x), batch, channels,
+             splits, partial);
       CUDA_CHECK_LAUNCH();
     } else {
       with_pack_width<T>(spatial, {x}, [&]<int V>() {
-        statistics_partial_kernel<T, V>
-            <<<reduce_grid(splits, channels), kReduceThreads, 0, stream>>>(
-                static_cast<const T*>(x), batch, channels, spatial, splits, partial);
+        launch(statistics_partial_kernel<T, V>, reduce_grid(splits, channels), kReduceThreads, 0,
+               stream, static_cast<const T*>(x), batch, channels, spatial, splits, partial);
         CUDA_CHECK_LAUNCH();
       });
     }
-    statistics_finalize_kernel<A><<<warp_per_channel_blocks(channels), kBlockSize, 0, stream>>>(
-        channels, splits, partial, A(eps), A(momentum), static_cast<A*>(running_mean),
-        static_cast<A*>(running_var), static_cast<A*>(mean), static_cast<A*>(invstd));
+    launch(statistics_finalize_kernel<A>, warp_per_channel_blocks(channels), kBlockSize, 0, stream,
+           channels, splits, partial, A(eps), A(momentum), static_cast<A*>(running_mean),
+           static_cast<A*>(running_var), static_cast<A*>(mean), static_cast<A*>(invstd));
     CUDA_CHECK_LAUNCH();
   });
 }
@@ -466,24 +465,23 @@ void batch_norm_backward_reduce(DType dtype, const void* grad_y, const void* x,
     using A = float_compute_t<T>;
     A* partial = static_cast<A*>(workspace);
     if (batch_norm_by_columns(spatial)) {
-      backward_columns_kernel<T>
-          <<<column_grid(splits, channels), dim3(kWarpSize, kColumnRows), 0, stream>>>(
-              static_cast<const T*>(grad_y), static_cast<const T*>(x),
-              static_cast<const T*>(relu_output), static_cast<const A*>(mean), batch, channels,
-              splits, partial);
+      launch(backward_columns_kernel<T>, column_grid(splits, channels),
+             dim3(kWarpSize, kColumnRows), 0, stream, static_cast<const T*>(grad_y),
+             static_cast<const T*>(x), static_cast<const T*>(relu_output),
+             static_cast<const A*>(mean), batch, channels, splits, partial);
       CUDA_CHECK_LAUNCH();
     } else {
       with_pack_width<T>(spatial, {grad_y, x, relu_output}, [&]<int V>() {
-        backward_partial_kernel<T, V><<<reduce_grid(splits, channels), kReduceThreads, 0, stream>>>(
-            static_cast<const T*>(grad_y), static_cast<const T*>(x),
-            static_cast<const T*>(relu_output), static_cast<const A*>(mean), batch, channels,
-            spatial, splits, partial);
+        launch(backward_partial_kernel<T, V>, reduce_grid(splits, channels), kReduceThreads, 0,
+               stream, static_cast<const T*>(grad_y), static_cast<const T*>(x),
+               static_cast<const T*>(relu_output), static_cast<const A*>(mean), batch, channels,
+               spatial, splits, partial);
         CUDA_CHECK_LAUNCH();
       });
     }
-    backward_finalize_kernel<A><<<warp_per_channel_blocks(channels), kBlockSize, 0, stream>>>(
-        channels, splits, partial, static_cast<const A*>(invstd), static_cast<A*>(sum_dy),
-        static_cast<A*>(sum_dy_xhat));
+    launch(backward_finalize_kernel<A>, warp_per_channel_blocks(channels), kBlockSize, 0, stream,
+           channels, splits, partial, static_cast<const A*>(invstd), static_cast<A*>(sum_dy),
+           static_cast<A*>(sum_dy_xhat));
     CUDA_CHECK_LAUNCH();
   });
 }

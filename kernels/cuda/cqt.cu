@@ -76,9 +76,10 @@ void cqt_db(const CqtDeviceBankView& bank, const float* samples, int64_t clips, 
                "cqt_db: ", frames, " frames, ", bank.bins, " bins and ", clips,
                " clips exceed one grid (at most 2^31 - 1 frames, 65535 bins and clips)");
   const dim3 grid(unsigned(frames), unsigned(bank.bins), unsigned(clips));
-  cqt_magnitude_kernel<<<grid, kBlockSize, 0, stream>>>(bank, samples, length, hop, frames, out);
+  launch(cqt_magnitude_kernel, grid, kBlockSize, 0, stream, bank, samples, length, hop, frames,
+         out);
   CUDA_CHECK_LAUNCH();
-  cqt_db_kernel<<<unsigned(clips), kBlockSize, 0, stream>>>(out, bank.bins * frames, top_db);
+  launch(cqt_db_kernel, unsigned(clips), kBlockSize, 0, stream, out, bank.bins * frames, top_db);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -293,11 +293,11 @@ void ctc_loss_forward(DType dtype, const void* log_probs, const CtcTargets& targ
     A* nll = static_cast<A*>(neg_log_likelihood);
     A* losses = static_cast<A*>(loss);
     if (plan.beta_in_forward)
-      ctc_alpha_beta_kernel<T, A><<<unsigned(plan.blocks), plan.threads, 0, stream>>>(
-          lp, targets, problem, alpha, static_cast<A*>(log_beta), nll, losses);
+      launch(ctc_alpha_beta_kernel<T, A>, unsigned(plan.blocks), plan.threads, 0, stream, lp,
+             targets, problem, alpha, static_cast<A*>(log_beta), nll, losses);
     else
-      ctc_alpha_kernel<T, A><<<unsigned(plan.blocks), plan.threads, 0, stream>>>(
-          lp, targets, problem, alpha, nll, losses);
+      launch(ctc_alpha_kernel<T, A>, unsigned(plan.blocks), plan.threads, 0, stream, lp, targets,
+             problem, alpha, nll, losses);
     CUDA_CHECK_LAUNCH();
   });
 }

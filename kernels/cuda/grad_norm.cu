@@ -72,7 +72,7 @@ void squared_norm_partials(DType dtype, const void* const* tensors, const int64_
     };
     for_each_tensor_list<1>(count, describe, [&](const TensorList<1>& list, int64_t chunks) {
       check_grid(chunks, "squared_norm_partials");
-      squared_norm_kernel<T><<<unsigned(chunks), kBlockSize, 0, stream>>>(list, partials);
+      launch(squared_norm_kernel<T>, unsigned(chunks), kBlockSize, 0, stream, list, partials);
       CUDA_CHECK_LAUNCH();
     });
   });
@@ -81,7 +81,8 @@ void squared_norm_partials(DType dtype, const void* const* tensors, const int64_
 void clip_coefficient(const double* partials, int64_t partial_count, double max_norm,
                       double* result, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::clip_coefficient");
-  clip_coefficient_kernel<<<1, kBlockSize, 0, stream>>>(partials, partial_count, max_norm, result);
+  launch(clip_coefficient_kernel, 1, kBlockSize, 0, stream, partials, partial_count, max_norm,
+         result);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -95,7 +96,7 @@ void scale_tensors(DType dtype, void* const* tensors, const int64_t* numels, int
     };
     for_each_tensor_list<1>(count, describe, [&](const TensorList<1>& list, int64_t chunks) {
       check_grid(chunks, "scale_tensors");
-      scale_kernel<T><<<unsigned(chunks), kBlockSize, 0, stream>>>(list, factor);
+      launch(scale_kernel<T>, unsigned(chunks), kBlockSize, 0, stream, list, factor);
       CUDA_CHECK_LAUNCH();
     });
   });

@@ -48,8 +48,8 @@ void image_jitter(float* images, int64_t items, int64_t size, const double* brig
   if (items <= 0 || size <= 0) return;
   SONATA_CHECK(items < (int64_t(1) << 31), "image_jitter: ", items,
                " images is too many for one grid");
-  image_jitter_kernel<<<unsigned(items), kBlockSize, 0, stream>>>(images, size, brightness,
-                                                                  contrast);
+  launch(image_jitter_kernel, unsigned(items), kBlockSize, 0, stream, images, size, brightness,
+         contrast);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -9,12 +9,17 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include "base/cuda_check.h"
 #include "base/dtype.h"
 #include "base/error.h"
+#if defined(SONATA_CUDA_EMU)
+#include "emu/exec/launch.h"
+#include "kernels/cuda/emu_kernel_name.h"
+#endif
 
 namespace sonata::kernels::cuda {
 
@@ -30,15 +35,40 @@ inline unsigned blocks_for(int64_t items, int block_size = kBlockSize) {
   return unsigned(std::clamp<int64_t>((items + block_size - 1) / block_size, 1, kMaxBlocks));
 }
 
+// Every kernel launch of the project goes through here: `kernel<<<grid, block, shared_bytes,
+// stream>>>(args...)` under nvcc; under the CPU emulator (SONATA_CUDA_EMU) the same launch
+// handed to the emulator's executor, which checks the configuration as the card does and
+// runs the grid in stream order. The arguments are converted to the kernel's parameter types
+// and copied here, at the launch, as CUDA copies them into the parameter block. The caller
+// checks the launch with CUDA_CHECK_LAUNCH() so that an error names the launcher's line.
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+            cudaStream_t stream, Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "launch: wrong number of kernel arguments");
+#if defined(SONATA_CUDA_EMU)
+  std::tuple<std::decay_t<Params>...> parameters(std::forward<Args>(args)...);
+  // The error, if any, is the thread's last error, read by CUDA_CHECK_LAUNCH().
+  (void)::sonata::emu::launch_kernel(
+      reinterpret_cast<const void*>(kernel), emu_kernel_name(reinterpret_cast<const void*>(kernel)),
+      grid, block, shared_bytes, stream, [kernel, parameters] { std::apply(kernel, parameters); });
+#else
+  // clang-format splits the >>> in this branch.
+  // clang-format off
+  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
+  // clang-format on
+#endif
+}
+
 // tiny-cuda-nn's linear_kernel: enough blocks for n items (capped), the kernel walks them
 // with a grid-stride loop and receives n as its first argument. Nothing is launched for
 // n == 0, since an empty grid is an invalid configuration. The caller checks the launch
-// with CUDA_CHECK_LAUNCH() so that an error names the launcher's line.
-template <typename Kernel, typename... Args>
-void linear_kernel(Kernel kernel, uint32_t shared_bytes, cudaStream_t stream, int64_t n,
+// with CUDA_CHECK_LAUNCH().
+template <typename... Params, typename... Args>
+void linear_kernel(void (*kernel)(Params...), uint32_t shared_bytes, cudaStream_t stream, int64_t n,
                    Args&&... args) {
   if (n <= 0) return;
-  kernel<<<blocks_for(n), kBlockSize, shared_bytes, stream>>>(n, std::forward<Args>(args)...);
+  launch(kernel, dim3(blocks_for(n)), dim3(kBlockSize), shared_bytes, stream, n,
+         std::forward<Args>(args)...);
 }
 
 // int64 so that grids past 2^31 threads and tensors past 2^31 elements index correctly.

@@ -113,12 +113,14 @@ void launch_lines(int64_t outer, int64_t n, int64_t inner, cudaStream_t stream, 
   if (lines <= 0) return;
   if (inner == 1 && n <= kShortRow) {
     constexpr int kWarpsPerBlock = kBlockSize / kWarpSize;
-    warp_rows_kernel<<<blocks_for(lines, kWarpsPerBlock), kBlockSize, 0, stream>>>(lines, n, op);
+    launch(warp_rows_kernel<LineOp>, blocks_for(lines, kWarpsPerBlock), kBlockSize, 0, stream,
+           lines, n, op);
   } else if (inner == 1) {
-    block_rows_kernel<<<blocks_for(lines, 1), kRowBlock, 0, stream>>>(lines, n, op);
+    launch(block_rows_kernel<LineOp>, blocks_for(lines, 1), kRowBlock, 0, stream, lines, n, op);
   } else {
     const dim3 block(kWarpSize, kColumnLanes);
-    columns_kernel<<<blocks_for(lines, kWarpSize), block, 0, stream>>>(lines, n, inner, op);
+    launch(columns_kernel<LineOp>, blocks_for(lines, kWarpSize), block, 0, stream, lines, n, inner,
+           op);
   }
 }
 
@@ -282,12 +284,12 @@ void launch_line_reduction(int64_t outer, int64_t n, int64_t inner, cudaStream_t
   const StreamScratch scratch(sizeof(Acc) * size_t(lines * splits), stream);
   Acc* partials = scratch.as<Acc>();
   if (inner == 1) {
-    split_rows_kernel<<<blocks_for(lines * splits, 1), kRowBlock, 0, stream>>>(lines, n, splits,
-                                                                               reducer, partials);
+    launch(split_rows_kernel<R>, blocks_for(lines * splits, 1), kRowBlock, 0, stream, lines, n,
+           splits, reducer, partials);
   } else {
     const dim3 grid(blocks_for(lines, kWarpSize), unsigned(splits));
-    split_columns_kernel<<<grid, dim3(kWarpSize, kColumnLanes), 0, stream>>>(
-        lines, n, inner, splits, reducer, partials);
+    launch(split_columns_kernel<R>, grid, dim3(kWarpSize, kColumnLanes), 0, stream, lines, n, inner,
+           splits, reducer, partials);
   }
   CUDA_CHECK_LAUNCH();
   linear_kernel(combine_pieces_kernel<R>, 0, stream, lines, splits, reducer, partials);

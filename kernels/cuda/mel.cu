@@ -377,15 +377,15 @@ void log_mel(const LogMelConfig& config, const float* window, const float* filte
   CUDA_CHECK_LAUNCH();
 
   if (config.log == MelLogKind::db && config.top_db >= 0.0f) {
-    top_db_kernel<<<unsigned(batch.clips), kStatsThreads, 0, stream>>>(
-        batch.max_frames, n_mels, config.top_db, batch.frames, out);
+    launch(top_db_kernel, unsigned(batch.clips), kStatsThreads, 0, stream, batch.max_frames, n_mels,
+           config.top_db, batch.frames, out);
     CUDA_CHECK_LAUNCH();
   }
   if (config.normalize != MelNormalize::none) {
     const bool per_feature = config.normalize == MelNormalize::per_feature;
     const int64_t groups = per_feature ? batch.clips * n_mels : batch.clips;
-    normalize_kernel<<<unsigned(groups), kStatsThreads, 0, stream>>>(
-        batch.max_frames, n_mels, per_feature, batch.frames, out);
+    launch(normalize_kernel, unsigned(groups), kStatsThreads, 0, stream, batch.max_frames, n_mels,
+           per_feature, batch.frames, out);
     CUDA_CHECK_LAUNCH();
   }
 }

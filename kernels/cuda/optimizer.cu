@@ -147,8 +147,8 @@ void sgd_step(DType dtype, const SgdTensors* tensors, int64_t count, const SgdHy
               for_each_tensor_list<4>(
                   count, describe, [&](const TensorList<4>& list, int64_t chunks) {
                     check_grid(chunks, "sgd_step");
-                    sgd_kernel<T, kWeightDecay, kMomentum, kNesterov, kFirstStep>
-                        <<<unsigned(chunks), kBlockSize, 0, stream>>>(list, scalars, scaling);
+                    launch(sgd_kernel<T, kWeightDecay, kMomentum, kNesterov, kFirstStep>,
+                           unsigned(chunks), kBlockSize, 0, stream, list, scalars, scaling);
                     CUDA_CHECK_LAUNCH();
                   });
             }
@@ -177,13 +177,13 @@ void adam_step(DType dtype, const AdamTensors* tensors, int64_t count, const Ada
     dispatch_enum<AdamWeightDecay, none, l2, decoupled>(
         decay, "adam_step", [&]<AdamWeightDecay kDecay>() {
           with_flag(hyper.amsgrad, [&](auto kAmsgrad) {
-            for_each_tensor_list<6>(
-                count, describe, [&](const TensorList<6>& list, int64_t chunks) {
-                  check_grid(chunks, "adam_step");
-                  adam_kernel<T, kDecay, kAmsgrad>
-                      <<<unsigned(chunks), kBlockSize, 0, stream>>>(list, scalars, scaling);
-                  CUDA_CHECK_LAUNCH();
-                });
+            for_each_tensor_list<6>(count, describe,
+                                    [&](const TensorList<6>& list, int64_t chunks) {
+                                      check_grid(chunks, "adam_step");
+                                      launch(adam_kernel<T, kDecay, kAmsgrad>, unsigned(chunks),
+                                             kBlockSize, 0, stream, list, scalars, scaling);
+                                      CUDA_CHECK_LAUNCH();
+                                    });
           });
         });
   });

@@ -35,7 +35,8 @@ using MakeOptimizer = std::function<std::unique_ptr<Optimizer>(std::vector<Tenso
 
 std::vector<Tensor> leaves(const std::vector<Tensor>& values, DType dtype, Device device) {
   std::vector<Tensor> out;
-  for (const Tensor& v : values) out.push_back(v.to(dtype).to(device).set_requires_grad(true));
+  for (const Tensor& v : values)
+    out.push_back(v.to(dtype).to(device).detach().set_requires_grad(true));
   return out;
 }
 

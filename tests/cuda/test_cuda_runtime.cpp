@@ -204,10 +204,11 @@ void wait_for_device(int device = 0) {
   done.synchronize();
 }
 
-// Enough device work on the current stream that a copy queued after it is still pending when
-// the host moves on; entries of 1/4096 keep every product at 1/4096, so nothing overflows.
+// Device work on the current stream that a copy queued after it waits behind (a few tenths
+// of a millisecond on an H100; the CPU emulator computes its GEMMs with naive loops, so it
+// is kept at 1024); entries of 1/1024 keep every product at 1/1024, so nothing overflows.
 void keep_stream_busy() {
-  const Tensor a = full({4096, 4096}, 1.0 / 4096, on_cuda());
+  const Tensor a = full({1024, 1024}, 1.0 / 1024, on_cuda());
   Tensor acc = a;
   for (int i = 0; i < 8; ++i) acc = matmul(acc, a);
 }
@@ -268,14 +269,17 @@ TEST_CASE("pinned host tensors with non-blocking copies", "[cuda][pinned]") {
 
   SECTION("a released pinned block is not reused while a copy still reads it") {
     Tensor copied;
-    keep_stream_busy();  // the copy below queues behind this work
+    // The copy below stays pending behind the held stream (by a gate, not a clock) until the
+    // reused block has been overwritten.
+    HeldStream held(current_stream(0));
     {
       Tensor staging = empty({n}, pinned);
       staging.fill_(1.0);
       copied = staging.to(Device::cuda(), /*non_blocking=*/true);
-    }  // staging goes back to the pool with its copy maybe still pending
+    }  // staging goes back to the pool with its copy still pending
     Tensor reused = empty({n}, pinned);
     reused.fill_(2.0);
+    held.open();
     wait_for_device();
     CHECK(sum(eq(copied, ones({}, on_cuda())).to(DType::f32)).item() == double(n));
   }

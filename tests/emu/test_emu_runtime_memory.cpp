@@ -1,0 +1,206 @@
+// The emulated runtime's memory: allocation, the memory map's verdicts, adversarial reuse,
+// the stream-ordered pool, pinned memory, copies and memsets.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "cuda_runtime_api.h"
+#include "emu/runtime/memory_map.h"
+#include "emu_runtime_test_util.h"
+
+using namespace sonata::emu;
+
+TEST_CASE("emu runtime: copies round-trip through device memory", "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  std::vector<float> host(100), back(100, 0.0f);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i) * 0.5f;
+  float* device = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&device), 400) == cudaSuccess);
+  CHECK(in_device_arena(device));
+  CHECK(reinterpret_cast<uintptr_t>(device) % 256 == 0);
+  REQUIRE(cudaMemcpy(device, host.data(), 400, cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaMemcpy(back.data(), device, 400, cudaMemcpyDefault) == cudaSuccess);
+  CHECK(back == host);
+  REQUIRE(cudaMemset(device, 0, 400) == cudaSuccess);
+  REQUIRE(cudaMemcpy(back.data(), device, 400, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(back == std::vector<float>(100, 0.0f));
+  // A copy whose kind the pointers contradict is refused.
+  CHECK(cudaMemcpy(back.data(), device, 400, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+  CHECK(cudaGetLastError() == cudaErrorInvalidValue);
+  REQUIRE(cudaFree(device) == cudaSuccess);
+}
+
+TEST_CASE("emu runtime: the memory map's verdicts", "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  char* p = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p), 100) == cudaSuccess);
+  CHECK(check_access(p, 4, AccessKind::read).verdict == AccessVerdict::uninitialised);
+  CHECK(check_access(p, 4, AccessKind::write).verdict == AccessVerdict::ok);
+  CHECK(check_access(p, 4, AccessKind::read).verdict == AccessVerdict::ok);
+  CHECK(check_access(p + 2, 4, AccessKind::read).verdict == AccessVerdict::uninitialised);
+  const AccessCheck past = check_access(p + 98, 4, AccessKind::write);
+  CHECK(past.verdict == AccessVerdict::out_of_bounds);
+  CHECK(past.detail.find("of 100 bytes on device 0") != std::string::npos);
+  CHECK(check_access(p - 16, 4, AccessKind::read).verdict == AccessVerdict::out_of_bounds);
+  int local = 0;
+  CHECK(check_access(&local, 4, AccessKind::read).verdict == AccessVerdict::outside_device_memory);
+  REQUIRE(cudaFree(p) == cudaSuccess);
+  const AccessCheck freed = check_access(p, 4, AccessKind::read);
+  CHECK(freed.verdict == AccessVerdict::freed);
+  CHECK(freed.detail.find("freed") != std::string::npos);
+  // A double free is refused.
+  CHECK(cudaFree(p) == cudaErrorInvalidValue);
+  cudaGetLastError();
+}
+
+TEST_CASE("emu runtime: a freed block is handed out again at once", "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  void* first = nullptr;
+  void* second = nullptr;
+  REQUIRE(cudaMalloc(&first, 1000) == cudaSuccess);
+  REQUIRE(cudaFree(first) == cudaSuccess);
+  REQUIRE(cudaMalloc(&second, 900) == cudaSuccess);
+  CHECK(second == first);
+  // New memory is garbage (0xFF: NaN as float), not zero.
+  unsigned char byte = 0;
+  REQUIRE(cudaMemcpy(&byte, second, 1, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(byte == 0xFF);
+  REQUIRE(cudaFree(second) == cudaSuccess);
+}
+
+TEST_CASE("emu runtime: the stream-ordered pool and its attributes", "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(2) == cudaSuccess);
+  cudaMemPool_t pool = nullptr;
+  REQUIRE(cudaDeviceGetDefaultMemPool(&pool, 2) == cudaSuccess);
+  uint64_t keep_all = UINT64_MAX;
+  REQUIRE(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all) == cudaSuccess);
+  uint64_t threshold = 0;
+  REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold) ==
+          cudaSuccess);
+  CHECK(threshold == UINT64_MAX);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+  void* block = nullptr;
+  REQUIRE(cudaMallocAsync(&block, 4096, stream) == cudaSuccess);
+  uint64_t used = 0, reserved = 0;
+  REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess);
+  CHECK(used == 4096);
+  REQUIRE(cudaFreeAsync(block, stream) == cudaSuccess);
+  // Freed in stream order: still live until the stream gets there.
+  CHECK(check_access(block, 4, AccessKind::write).verdict == AccessVerdict::ok);
+  CHECK(cudaFreeAsync(block, stream) == cudaErrorInvalidValue);  // already pending
+  cudaGetLastError();
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  CHECK(check_access(block, 4, AccessKind::write).verdict == AccessVerdict::freed);
+  REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess);
+  REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) ==
+          cudaSuccess);
+  CHECK(used == 0);
+  CHECK(reserved == 4096);  // kept: the threshold is above it
+  REQUIRE(cudaMemPoolTrimTo(pool, 0) == cudaSuccess);
+  REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) ==
+          cudaSuccess);
+  CHECK(reserved == 0);
+  uint64_t zero = 0;
+  REQUIRE(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &zero) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+}
+
+TEST_CASE("emu runtime: pinned memory is registered, pageable sources are staged at the call",
+          "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  int* pinned = nullptr;
+  REQUIRE(cudaHostAlloc(reinterpret_cast<void**>(&pinned), sizeof(int), cudaHostAllocDefault) ==
+          cudaSuccess);
+  CHECK_FALSE(in_device_arena(pinned));
+  CHECK(check_access(pinned, sizeof(int), AccessKind::write).verdict == AccessVerdict::ok);
+  CHECK(check_access(pinned + 1, sizeof(int), AccessKind::read).verdict ==
+        AccessVerdict::out_of_bounds);
+  int* device = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&device), 2 * sizeof(int)) == cudaSuccess);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+
+  int pageable = 1;
+  *pinned = 1;
+  REQUIRE(cudaMemcpyAsync(device, &pageable, sizeof(int), cudaMemcpyHostToDevice, stream) ==
+          cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(device + 1, pinned, sizeof(int), cudaMemcpyHostToDevice, stream) ==
+          cudaSuccess);
+  pageable = 2;  // too late: staged at the call
+  *pinned = 2;   // in time: read when the copy runs
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  int back[2] = {0, 0};
+  REQUIRE(cudaMemcpy(back, device, sizeof back, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(back[0] == 1);
+  CHECK(back[1] == 2);
+
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+  REQUIRE(cudaFree(device) == cudaSuccess);
+  REQUIRE(cudaFreeHost(pinned) == cudaSuccess);
+  CHECK(check_access(pinned, sizeof(int), AccessKind::read).verdict == AccessVerdict::freed);
+  CHECK(cudaFreeHost(pinned) == cudaErrorInvalidValue);
+  cudaGetLastError();
+}
+
+TEST_CASE("emu runtime: cudaFree synchronises the device", "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  int* device = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&device), sizeof(int)) == cudaSuccess);
+  bool ran = false;
+  Work work;
+  work.name = "marker";
+  work.run = [&ran] { ran = true; };
+  REQUIRE(enqueue(stream, std::move(work)) == cudaSuccess);
+  CHECK_FALSE(ran);  // lazy: nothing runs at enqueue
+  REQUIRE(cudaFree(device) == cudaSuccess);
+  CHECK(ran);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}
+
+TEST_CASE("emu runtime: work touching memory outside its allocation poisons the device",
+          "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(6) == cudaSuccess);
+  int* device = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&device), 4 * sizeof(int)) == cudaSuccess);
+  test::StderrCapture capture;
+  REQUIRE(enqueue(nullptr, test::write_int(device + 4, 1, "kernel past_the_end")) == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaErrorIllegalAddress);
+  const std::string message = capture.text();
+  CHECK(message.find("kernel past_the_end") != std::string::npos);
+  CHECK(message.find("runs past the end of allocation") != std::string::npos);
+  REQUIRE(cudaDeviceReset() == cudaSuccess);
+  cudaGetLastError();
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+}
+
+TEST_CASE("emu runtime: a copy from freed memory faults when it runs, copies carry initcheck",
+          "[emu][runtime]") {
+  REQUIRE(cudaSetDevice(6) == cudaSuccess);
+  char* source = nullptr;
+  char* target = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&source), 64) == cudaSuccess);
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&target), 64) == cudaSuccess);
+  REQUIRE(cudaMemset(source, 1, 32) == cudaSuccess);  // the first half only
+  REQUIRE(cudaMemcpy(target, source, 64, cudaMemcpyDeviceToDevice) == cudaSuccess);
+  CHECK(check_access(target, 32, AccessKind::read).verdict == AccessVerdict::ok);
+  CHECK(check_access(target + 32, 1, AccessKind::read).verdict == AccessVerdict::uninitialised);
+
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaFreeAsync(source, stream) == cudaSuccess);
+  char host[64];
+  test::StderrCapture capture;
+  CHECK(cudaMemcpyAsync(host, source, 64, cudaMemcpyDeviceToHost, stream) ==
+        cudaErrorIllegalAddress);
+  const std::string message = capture.text();
+  CHECK(message.find("cudaMemcpyAsync DeviceToHost (64 bytes)") != std::string::npos);
+  CHECK(message.find("in freed allocation") != std::string::npos);
+  REQUIRE(cudaDeviceReset() == cudaSuccess);
+  cudaGetLastError();
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+}
