@@ -215,8 +215,9 @@ HostBatch SpeechBatcher::features(const SpeechSplit& split, const std::vector<in
     keys.push_back(augment_key(epoch, item));
   }
   const bool masked = training && augment_.spec_augment;
-  HostBatch host = assemble(item_features, item_targets, extractor_.config(),
-                            masked ? &augment_.masks : nullptr, augment_.seed, keys, time_multiple_);
+  HostBatch host =
+      assemble(item_features, item_targets, extractor_.config(), masked ? &augment_.masks : nullptr,
+               augment_.seed, keys, time_multiple_);
   for (const int64_t item : items) host.sources.push_back(split.paths[size_t(item)]);
   return host;
 }

@@ -67,8 +67,7 @@ void check_cuda_matches_cpu(TrainerOptions options, const TemporaryFolder& folde
 
 }  // namespace
 
-TEST_CASE("trainer --device cuda: a tiny DS2 trains as on the CPU and resumes",
-          "[cuda][trainer]") {
+TEST_CASE("trainer --device cuda: a tiny DS2 trains as on the CPU and resumes", "[cuda][trainer]") {
   TemporaryFolder folder("cuda_trainer_ds2");
   std::filesystem::create_directories(folder.file("corpus"));
   const std::string train_manifest =
