@@ -24,3 +24,12 @@ TEST_CASE("error text: one line, without the source location unless asked", "[tr
   // Parentheses that are not a location stay.
   CHECK(error_text("bad value (expected 1 to 3)", false) == "bad value (expected 1 to 3)");
 }
+
+TEST_CASE("error text: a flag given twice is named", "[trainer][errors]") {
+  CHECK(parse_error_text("--lr: At Most 1 required but received 2") ==
+        "--lr is given 2 times; give it once");
+  CHECK(parse_error_text("--lr: At Most 1 required but received two") ==
+        "--lr: At Most 1 required but received two");
+  CHECK(parse_error_text("The following argument was not expected: x") ==
+        "The following argument was not expected: x");
+}
