@@ -101,7 +101,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   // The CPU kernels are the NCHW reference: channels-last input is converted there and the
   // output converted back, so that the layout still flows through the model as on CUDA.
   if (channels_last && !x.device().is_cuda())
-    return to_channels_last(conv2d(x.contiguous(), weight, bias, params));
+    return to_channels_last(conv2d(to_contiguous_nchw(x), weight, bias, params));
 
   Conv2dShape s = conv_shape(x, weight, params);
   s.channels_last = channels_last;

@@ -19,15 +19,29 @@ bool is_channels_last(const Tensor& x) {
 }
 
 bool prefers_channels_last(const Tensor& x) {
-  return is_channels_last(x) && !x.is_contiguous();
+  if (!is_channels_last(x)) return false;
+  if (!x.is_contiguous()) return true;
+  const Shape& shape = x.shape();
+  return shape[1] == 1 && x.strides()[1] == 1 && shape[2] * shape[3] > 1;
 }
 
 Tensor to_channels_last(const Tensor& x) {
   SONATA_CHECK(x.defined() && x.dim() == 4,
                "to_channels_last: expected a 4-D [N, C, H, W] tensor, got ",
                x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor"));
-  if (is_channels_last(x)) return x;
-  return x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  if (prefers_channels_last(x)) return x;
+  const Shape& shape = x.shape();
+  // The view canonicalises the strides of a one-channel NHWC (contiguous() alone would
+  // leave them as NCHW's, and the layout would be lost).
+  return x.permute({0, 2, 3, 1})
+      .contiguous()
+      .view({shape[0], shape[2], shape[3], shape[1]})
+      .permute({0, 3, 1, 2});
+}
+
+Tensor to_contiguous_nchw(const Tensor& x) {
+  if (!prefers_channels_last(x) || !x.is_contiguous()) return x.contiguous();
+  return x.view(x.shape());
 }
 
 Tensor empty_channels_last(const Shape& nchw, const TensorOptions& options) {

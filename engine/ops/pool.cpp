@@ -88,7 +88,7 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, std::array<int64_t, 2> ker
   // the two copies; unmeasured.)
   if (prefers_channels_last(x)) {
     auto [pooled, where] =
-        max_pool2d(x.contiguous(), kernel_size, stride, padding, dilation, ceil_mode);
+        max_pool2d(to_contiguous_nchw(x), kernel_size, stride, padding, dilation, ceil_mode);
     return {to_channels_last(pooled), where};
   }
   const Tensor in = x.contiguous();
@@ -117,7 +117,7 @@ Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size) 
   s.h_out = output_size[0];
   s.w_out = output_size[1];
   if (prefers_channels_last(x))  // NCHW kernels, as max_pool2d
-    return to_channels_last(adaptive_avg_pool2d(x.contiguous(), output_size));
+    return to_channels_last(adaptive_avg_pool2d(to_contiguous_nchw(x), output_size));
   const Tensor in = x.contiguous();
   Tensor out = empty(pooled_shape(x, s.h_out, s.w_out), x.options());
   if (out.numel() > 0)

@@ -25,10 +25,21 @@ TEST_CASE("to_channels_last keeps the values and stores channels innermost", "[o
   REQUIRE(prefers_channels_last(y));
   REQUIRE(relative_error(y, x) == 0.0);
   REQUIRE(to_channels_last(y).same(y));  // already channels-last: no copy
-  // One channel (or one pixel) is both layouts at once, and takes the NCHW path.
+  // One channel (or one pixel) is both layouts at once: a plain tensor takes the NCHW path,
+  // and to_channels_last marks it by its channel stride (a view, no copy), so that the
+  // layout flows on.
   const Tensor single = grad_input({2, 1, 4, 5}, 2);
   REQUIRE(is_channels_last(single));
   REQUIRE_FALSE(prefers_channels_last(single));
+  const Tensor marked = to_channels_last(single);
+  REQUIRE(marked.strides() == Shape{20, 1, 5, 1});
+  REQUIRE(marked.data_ptr() == single.data_ptr());
+  REQUIRE(prefers_channels_last(marked));
+  REQUIRE(to_channels_last(marked).same(marked));
+  const Tensor plain = to_contiguous_nchw(marked);
+  REQUIRE(plain.strides() == Shape{20, 20, 5, 1});
+  REQUIRE_FALSE(prefers_channels_last(plain));
+  REQUIRE_FALSE(prefers_channels_last(to_channels_last(grad_input({2, 3, 1, 1}, 5))));
   REQUIRE_THROWS_WITH(to_channels_last(grad_input({2, 3}, 3)),
                       Catch::Contains("expected a 4-D [N, C, H, W] tensor, got [2, 3]"));
   // Differentiable: the gradient arrives in the input's own layout.
@@ -39,17 +50,20 @@ TEST_CASE("to_channels_last keeps the values and stores channels innermost", "[o
 
 TEST_CASE("conv2d on channels-last input keeps the layout and the NCHW values", "[ops][layout]") {
   const Conv2dParams params{{2, 1}, {1, 1}, {1, 1}};
-  const Tensor x = grad_input({2, 3, 7, 6}, 10), w = grad_input({4, 3, 3, 3}, 11),
-               b = grad_input({4}, 12);
-  const Tensor nchw = conv2d(x, w, b, params);
-  const Tensor nhwc = conv2d(to_channels_last(x), w, b, params);
-  REQUIRE(prefers_channels_last(nhwc));
-  REQUIRE(relative_error(nhwc, nchw) == 0.0);
-  require_gradients(
-      [&](const std::vector<Tensor>& in) {
-        return conv2d(to_channels_last(in[0]), in[1], in[2], params);
-      },
-      {x, w, b});
+  for (const int64_t c_in : {3, 1}) {  // one channel: a spectrogram into VGG's first layer
+    INFO("input channels " << c_in);
+    const Tensor x = grad_input({2, c_in, 7, 6}, 10), w = grad_input({4, c_in, 3, 3}, 11),
+                 b = grad_input({4}, 12);
+    const Tensor nchw = conv2d(x, w, b, params);
+    const Tensor nhwc = conv2d(to_channels_last(x), w, b, params);
+    REQUIRE(prefers_channels_last(nhwc));
+    REQUIRE(relative_error(nhwc, nchw) == 0.0);
+    require_gradients(
+        [&](const std::vector<Tensor>& in) {
+          return conv2d(to_channels_last(in[0]), in[1], in[2], params);
+        },
+        {x, w, b});
+  }
 }
 
 TEST_CASE("batch_norm on channels-last input matches NCHW, with gradients", "[ops][layout]") {
