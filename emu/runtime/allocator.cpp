@@ -73,8 +73,13 @@ void hand_out(Block& block, int device, size_t size, bool pooled) {
   block.free_pending = false;
   block.pooled = pooled;
   if (block.kind == BlockKind::device) {
-    std::memset(reinterpret_cast<void*>(block.base), 0xFF, block.capacity);
-    set_initialised(block, 0, block.capacity, false);
+    // Small blocks are poisoned, as a card's recycled memory holds old values; large ones
+    // start as zero pages (release_block gave them back), since poisoning would commit the
+    // whole block: a test that fills an 80 GiB device must fit in this machine's RAM.
+    // initcheck catches a read of either before it is written.
+    if (block.capacity < kLargeBlock)
+      std::memset(reinterpret_cast<void*>(block.base), 0xFF, block.capacity);
+    block.initialised.clear_all();
   }
 }
 
@@ -90,6 +95,20 @@ void drop_pages(Block& block) {
   madvise(reinterpret_cast<void*>(block.base), block.capacity, MADV_DONTNEED);
 }
 
+// The pool's oldest cached block back to the driver (the most recent stay for reuse);
+// false when the pool caches nothing.
+bool give_back_oldest(DeviceMemory& memory) {
+  Pool& pool = memory.pool;
+  if (pool.free_blocks.empty()) return false;
+  Block* block = pool.free_blocks.front();
+  pool.free_blocks.pop_front();
+  pool.held -= block->capacity;
+  memory.in_use -= block->capacity;
+  block->pooled = false;
+  memory.free_blocks.push_back(block);
+  return true;
+}
+
 }  // namespace
 
 Block* allocate_device(int device, size_t size, bool pooled) {
@@ -98,16 +117,23 @@ Block* allocate_device(int device, size_t size, bool pooled) {
   Block* block = nullptr;
   if (pooled) {
     block = take_recent(memory.pool.free_blocks, capacity);
-    if (block) memory.pool.held -= block->capacity;
+    if (block) memory.pool.held -= block->capacity;  // the pool's already: in_use unchanged
   }
-  if (!block) block = take_recent(memory.free_blocks, capacity);
   if (!block) {
-    if (memory.in_use + capacity > device_properties(device).totalGlobalMem) return nullptr;
-    block = carve_block(BlockKind::device, capacity);
+    // From the driver: what the pool keeps cached is not free to anyone else, as on a card.
+    // The pool itself may re-map its own cached memory for an allocation of another size.
+    const size_t total = device_properties(device).totalGlobalMem;
+    if (pooled) {
+      while (memory.in_use + capacity > total && give_back_oldest(memory)) {
+      }
+    }
+    if (memory.in_use + capacity > total) return nullptr;
+    block = take_recent(memory.free_blocks, capacity);
+    if (!block) block = carve_block(BlockKind::device, capacity);
+    if (!block) return nullptr;
+    memory.in_use += block->capacity;
   }
-  if (!block) return nullptr;
   hand_out(*block, device, size, pooled);
-  memory.in_use += block->capacity;
   if (pooled) {
     memory.pool.used += block->capacity;
     note_highs(memory.pool);
@@ -128,13 +154,13 @@ void release_block(Block& block) {
     return;
   }
   DeviceMemory& memory = memories().at(static_cast<size_t>(block.device));
-  memory.in_use -= block.capacity;
   drop_pages(block);
-  if (block.pooled) {
+  if (block.pooled) {  // the pool keeps it reserved: the driver still counts it in use
     memory.pool.used -= block.capacity;
     memory.pool.held += block.capacity;
     memory.pool.free_blocks.push_back(&block);
   } else {
+    memory.in_use -= block.capacity;
     memory.free_blocks.push_back(&block);
   }
 }
@@ -214,15 +240,9 @@ bool get_pool_attribute(int device, cudaMemPoolAttr attr, void* value) {
 
 void trim_pool(int device, size_t keep) {
   DeviceMemory& memory = memories().at(static_cast<size_t>(device));
-  Pool& pool = memory.pool;
+  const Pool& pool = memory.pool;
   const uint64_t target = std::max<uint64_t>(keep, pool.used);
-  // The oldest freed blocks go back first: the most recent stay in the pool for reuse.
-  while (!pool.free_blocks.empty() && pool.used + pool.held > target) {
-    Block* block = pool.free_blocks.front();
-    pool.free_blocks.pop_front();
-    pool.held -= block->capacity;
-    block->pooled = false;
-    memory.free_blocks.push_back(block);
+  while (pool.used + pool.held > target && give_back_oldest(memory)) {
   }
 }
 

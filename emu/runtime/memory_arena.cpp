@@ -70,7 +70,7 @@ Block* carve_block(BlockKind kind, size_t capacity) {
   block->base = base;
   block->capacity = capacity;
   block->kind = kind;
-  if (kind == BlockKind::device) block->initialised.assign((capacity + 63) / 64, 0);
+  if (kind == BlockKind::device) block->initialised.allocate(capacity);
   Block* raw = block.get();
   a.blocks.emplace(base, std::move(block));
   return raw;
@@ -115,7 +115,7 @@ void set_initialised(Block& block, size_t offset, size_t bytes, bool value) {
   size_t bit = offset;
   const size_t end = offset + bytes;
   while (bit < end) {
-    uint64_t& word = block.initialised[bit / 64];
+    uint64_t& word = block.initialised.word(bit / 64);
     const size_t low = bit % 64;
     const size_t count = std::min<size_t>(64 - low, end - bit);
     const uint64_t mask = count == 64 ? ~uint64_t{0} : ((uint64_t{1} << count) - 1) << low;
@@ -129,7 +129,7 @@ bool all_initialised(const Block& block, size_t offset, size_t bytes) {
   size_t bit = offset;
   const size_t end = offset + bytes;
   while (bit < end) {
-    const uint64_t word = block.initialised[bit / 64];
+    const uint64_t word = block.initialised.word(bit / 64);
     const size_t low = bit % 64;
     const size_t count = std::min<size_t>(64 - low, end - bit);
     const uint64_t mask = count == 64 ? ~uint64_t{0} : ((uint64_t{1} << count) - 1) << low;

@@ -6,10 +6,11 @@
 // base and capacity for the life of the process and is reused through the allocator's free
 // lists, so a freed block stays recorded as freed until it is handed out again.
 // Callers hold the ExecLock.
+#include "emu/runtime/shadow_bits.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 namespace sonata::emu {
 
@@ -22,9 +23,9 @@ struct Block {
   int device = -1;      // -1 for pinned host memory
   BlockKind kind = BlockKind::device;
   bool live = false;
-  bool free_pending = false;          // cudaFreeAsync enqueued, not yet run in stream order
-  bool pooled = false;                // allocated by cudaMallocAsync (the device's memory pool)
-  std::vector<uint64_t> initialised;  // one bit per byte of capacity (device blocks)
+  bool free_pending = false;  // cudaFreeAsync enqueued, not yet run in stream order
+  bool pooled = false;        // allocated by cudaMallocAsync (the device's memory pool)
+  ShadowBits initialised;     // one bit per byte of capacity (device blocks)
 };
 
 constexpr size_t kAlignment = 256;

@@ -1,0 +1,31 @@
+#pragma once
+// The initcheck shadow of one device block: one bit per byte, in anonymous pages that the
+// kernel commits only when written. An emulated H100 has 80 GiB; a test that fills it
+// touches the shadow (and the data) only where it writes, so it runs in a fraction of the
+// RAM a committed bitmap (capacity / 8 bytes) would take.
+#include <cstddef>
+#include <cstdint>
+
+namespace sonata::emu {
+
+class ShadowBits {
+ public:
+  ShadowBits() = default;
+  ShadowBits(const ShadowBits&) = delete;
+  ShadowBits& operator=(const ShadowBits&) = delete;
+  ~ShadowBits();
+
+  // `bits` bits, all clear.
+  void allocate(size_t bits);
+  // Every bit clear again, its pages given back.
+  void clear_all();
+  bool empty() const { return words_ == nullptr; }
+  uint64_t& word(size_t index) { return words_[index]; }
+  uint64_t word(size_t index) const { return words_[index]; }
+
+ private:
+  uint64_t* words_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace sonata::emu
