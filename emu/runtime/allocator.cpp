@@ -3,8 +3,10 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "emu/runtime/device_table.h"
@@ -74,9 +76,9 @@ void hand_out(Block& block, int device, size_t size, bool pooled) {
   block.pooled = pooled;
   if (block.kind == BlockKind::device) {
     // Small blocks are poisoned, as a card's recycled memory holds old values; large ones
-    // start as zero pages (release_block gave them back), since poisoning would commit the
-    // whole block: a test that fills an 80 GiB device must fit in this machine's RAM.
-    // initcheck catches a read of either before it is written.
+    // start mostly as zero pages (release_block gave their whole pages back), since
+    // poisoning would commit the whole block: a test that fills an 80 GiB device must fit
+    // in this machine's RAM. initcheck catches a read of either before it is written.
     if (block.capacity < kLargeBlock)
       std::memset(reinterpret_cast<void*>(block.base), 0xFF, block.capacity);
     block.initialised.clear_all();
@@ -90,9 +92,14 @@ void note_highs(Pool& pool) {
 
 // Freed large blocks give their pages back (they read as zero until reused), so a long run
 // does not keep every block it ever freed in RAM.
+// Only the pages wholly inside the block: blocks are 256-byte aligned, and a page it shares
+// with its neighbour would be zeroed under the neighbour's live data.
 void drop_pages(Block& block) {
   if (block.capacity < kLargeBlock) return;
-  madvise(reinterpret_cast<void*>(block.base), block.capacity, MADV_DONTNEED);
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t first = (block.base + kPage - 1) & ~(kPage - 1);
+  const uintptr_t last = (block.base + block.capacity) & ~(kPage - 1);
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 // The pool's oldest cached block back to the driver (the most recent stay for reuse);
@@ -107,6 +114,17 @@ bool give_back_oldest(DeviceMemory& memory) {
   block->pooled = false;
   memory.free_blocks.push_back(block);
   return true;
+}
+
+// SONATA_EMU_QUARANTINE=1: freed device blocks are never reused (AddressSanitizer's
+// quarantine, without its bound), for hunting a stale pointer whose block the adversarial
+// reuse would otherwise hand to a new owner, hiding the access behind a live allocation.
+bool quarantine() {
+  static const bool on = [] {
+    const char* text = std::getenv("SONATA_EMU_QUARANTINE");
+    return text && std::string(text) == "1";
+  }();
+  return on;
 }
 
 }  // namespace
@@ -155,6 +173,12 @@ void release_block(Block& block) {
   }
   DeviceMemory& memory = memories().at(static_cast<size_t>(block.device));
   drop_pages(block);
+  if (quarantine()) {  // never handed out again: a later access through a stale pointer is
+                       // an access to freed memory, reported with its kernel
+    if (block.pooled) memory.pool.used -= block.capacity;
+    memory.in_use -= block.capacity;
+    return;
+  }
   if (block.pooled) {  // the pool keeps it reserved: the driver still counts it in use
     memory.pool.used -= block.capacity;
     memory.pool.held += block.capacity;

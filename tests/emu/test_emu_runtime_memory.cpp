@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cuda_runtime_api.h"
+#include "emu/runtime/memory_arena.h"
 #include "emu/runtime/memory_map.h"
 #include "emu_runtime_test_util.h"
 
@@ -67,6 +68,39 @@ TEST_CASE("emu runtime: a freed block is handed out again at once", "[emu][runti
   REQUIRE(cudaMemcpy(&byte, second, 1, cudaMemcpyDeviceToHost) == cudaSuccess);
   CHECK(byte == 0xFF);
   REQUIRE(cudaFree(second) == cudaSuccess);
+}
+
+TEST_CASE("emu runtime: freeing a large block leaves its neighbour's bytes alone",
+          "[emu][runtime]") {
+  // Large freed blocks give their pages back; blocks are 256-byte aligned, so the page
+  // holding a block's end can hold the next block's first bytes too. (Found by a DS2 run
+  // on the emulated card whose fourth batch lost its first bytes.) Sizes no earlier block
+  // has make every allocation here a fresh one, carved one after another: a probe shows
+  // where the next begins, a spacer puts the large block on a page boundary, and the
+  // neighbour begins 256 bytes past its end, inside its last page.
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  constexpr uintptr_t kPage = 4096, kMiB = uintptr_t(1) << 20;
+  void* probe = nullptr;
+  REQUIRE(cudaMalloc(&probe, 300 * kMiB) == cudaSuccess);
+  const uintptr_t after_probe = reinterpret_cast<uintptr_t>(probe) + 300 * kMiB + kRedZone;
+  uintptr_t spacer_extra = (kPage - (after_probe + 400 * kMiB + kRedZone) % kPage) % kPage;
+  void* spacer = nullptr;
+  REQUIRE(cudaMalloc(&spacer, 400 * kMiB + spacer_extra) == cudaSuccess);
+  void* large = nullptr;
+  void* neighbour = nullptr;
+  REQUIRE(cudaMalloc(&large, 500 * kMiB + 256) == cudaSuccess);
+  REQUIRE(cudaMalloc(&neighbour, 600 * kMiB) == cudaSuccess);
+  REQUIRE(reinterpret_cast<uintptr_t>(large) % kPage == 0);
+  REQUIRE(reinterpret_cast<uintptr_t>(neighbour) ==
+          reinterpret_cast<uintptr_t>(large) + 500 * kMiB + 256 + kRedZone);
+  std::vector<unsigned char> pattern(1024), back(1024, 0);
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<unsigned char>(i * 7 + 1);
+  REQUIRE(cudaMemcpy(neighbour, pattern.data(), pattern.size(), cudaMemcpyHostToDevice) ==
+          cudaSuccess);
+  REQUIRE(cudaFree(large) == cudaSuccess);
+  REQUIRE(cudaMemcpy(back.data(), neighbour, back.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(back == pattern);
+  for (void* block : {probe, spacer, neighbour}) REQUIRE(cudaFree(block) == cudaSuccess);
 }
 
 TEST_CASE("emu runtime: the stream-ordered pool and its attributes", "[emu][runtime]") {
