@@ -7,7 +7,7 @@
 
 namespace sonata {
 
-std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& o, Module& model, double lr,
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, Module& model, double lr,
                                           const TrainingStrategy& strategy) {
   std::vector<ParamGroup> groups =
       o.decay_norm_and_bias ? std::vector<ParamGroup>{ParamGroup{
@@ -25,7 +25,7 @@ std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& o, Module& model
   return std::make_unique<AdamW>(std::move(groups), adam);
 }
 
-LrSchedule make_schedule(const TrainerOptions& o, double peak_lr, double length) {
+LrSchedule make_schedule(const OptimizerOptions& o, double peak_lr, double length) {
   LrSchedule schedule(peak_lr);
   if (o.warmup > 0) schedule.warmup(o.warmup, o.warmup_start_lr);
   const double main = length - o.warmup - o.flat_tail;

@@ -13,10 +13,10 @@
 namespace sonata {
 
 // Under a pipeline the groups are the strategy's stage's (TrainingStrategy::optimizer_groups).
-std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& options, Module& model, double lr,
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, Module& model, double lr,
                                           const TrainingStrategy& strategy);
 
 // Warmup, then the main phase, then the flat tail, over `length` schedule units.
-LrSchedule make_schedule(const TrainerOptions& options, double peak_lr, double length);
+LrSchedule make_schedule(const OptimizerOptions& options, double peak_lr, double length);
 
 }  // namespace sonata

@@ -1,42 +1,23 @@
 #include "train/resume_changes.h"
 
-#include <set>
-
 #include "base/error.h"
+#include "train/option_table.h"
 
 namespace sonata {
 namespace {
 
-// Options that may change between a run and its resume without changing what is trained.
-bool is_run_only_option(const std::string& key) {
-  return key == "device" || key == "progress" || key == "metrics" || key == "log-every";
-}
-
-// What the checkpoint itself fixes: its optimizer state's kind and parameter groups, its
-// weights' dtypes, and its step count, which counts batches of its size. Changing one would
-// silently train something else; a new run from the weights (--init-from) is the way.
-const std::set<std::string>& fixed_by_checkpoint() {
-  static const std::set<std::string> keys{"optimizer", "decay-norm-and-bias", "precision",
-                                          "batch-size", "accum-steps"};
-  return keys;
-}
-
-std::string why_fixed(const std::string& key) {
-  if (key == "optimizer") return "the checkpoint holds that optimizer's state";
-  if (key == "decay-norm-and-bias") return "the checkpoint's optimizer state has its groups";
-  if (key == "precision") return "the checkpoint's weights are stored in that precision";
-  // batch-size, accum-steps: the step count, epoch length and schedule are in its batches.
-  return "the checkpoint's step count, epoch length and schedule position count batches of "
-         "that size";
-}
-
-// Options that decide the order of an epoch's batches: a change applies at an epoch's start,
-// since the rest of a started epoch was drawn in the old order. (Not --train: a manifest at
-// another path may hold the same data, as each rank's copy does; a training set of another
-// size is refused by the trainer's epoch length check.)
-const std::set<std::string>& epoch_order_options() {
-  static const std::set<std::string> keys{"seed", "sortagrad", "class-balanced"};
-  return keys;
+// What a resume may do with `key` (train/option_table.cpp). Keys outside the table (the
+// model's own options, the feature description) change from the resumed step on.
+// Options fixed by the checkpoint: its optimizer state's kind and parameter groups, its
+// weights' dtypes, and its step count, which counts batches of its size; changing one would
+// silently train something else, and a new run from the weights (--init-from) is the way.
+// Options that decide the order of an epoch's batches change at an epoch's start, since the
+// rest of a started epoch was drawn in the old order. (Not --train: a manifest at another
+// path may hold the same data, as each rank's copy does; a training set of another size is
+// refused by the trainer's epoch length check.)
+OnResume on_resume(const std::string& key) {
+  const OptionRow* row = option_of_checkpoint_key(key);
+  return row ? row->on_resume : OnResume::change;
 }
 
 }  // namespace
@@ -45,7 +26,8 @@ std::vector<std::string> resume_changes(const nlohmann::json& before, const nloh
                                         int64_t step, int64_t epoch, int64_t batch) {
   std::vector<std::string> notes;
   for (const auto& [key, value] : now.items()) {
-    if (is_run_only_option(key)) continue;
+    const OnResume rule = on_resume(key);
+    if (rule == OnResume::run_only) continue;
     const auto old = before.find(key);
     if (old == before.end()) {
       notes.push_back(str("resumed run sets --", key, " ", value.dump(),
@@ -53,12 +35,13 @@ std::vector<std::string> resume_changes(const nlohmann::json& before, const nloh
       continue;
     }
     if (*old == value) continue;
-    if (fixed_by_checkpoint().count(key))
+    if (rule == OnResume::fixed)
       throw Error(str("--", key, " cannot change on resume (", old->dump(), " in the checkpoint, ",
-                      value.dump(), " here): ", why_fixed(key), "; resume with --", key, " ",
-                      old->dump(), ", or start a new run from its weights with --init-from ",
+                      value.dump(), " here): ", option_of_checkpoint_key(key)->fixed_because,
+                      "; resume with --", key, " ", old->dump(),
+                      ", or start a new run from its weights with --init-from ",
                       "<checkpoint folder>/model.safetensors"));
-    if (epoch_order_options().count(key) && batch > 0)
+    if (rule == OnResume::epoch_start && batch > 0)
       throw Error(str("--", key, " cannot change in the middle of an epoch (", old->dump(),
                       " in the checkpoint, ", value.dump(), " here): the checkpoint is at batch ",
                       batch, " of epoch ", epoch + 1, ", drawn in the old order; resume with --",

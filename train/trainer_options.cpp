@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <type_traits>
+#include <variant>
 
 #include "base/error.h"
 #include "base/math_mode.h"
@@ -11,6 +13,7 @@
 #include "models/ds2.h"
 #include "models/vgg.h"
 #include "train/config_file.h"
+#include "train/option_table.h"
 
 namespace sonata {
 namespace {
@@ -44,6 +47,26 @@ bool one_of(const std::string& value, std::initializer_list<const char*> choices
   return false;
 }
 
+// One row of the table on the command line (and so in config files).
+CLI::Option* add_option_row(CLI::App& app, TrainerOptions& o, const OptionRow& row) {
+  const std::string flag = "--" + row.name;
+  CLI::Option* option = std::visit(
+      [&](auto member) -> CLI::Option* {
+        auto& value = o.*member;
+        using Value = std::decay_t<decltype(value)>;
+        if constexpr (std::is_same_v<Value, bool>) {
+          return app.add_flag(flag, value, row.help);
+        } else {
+          CLI::Option* added = app.add_option(flag, value, row.help);
+          if constexpr (std::is_same_v<Value, std::vector<double>>) added->delimiter(',');
+          return added;
+        }
+      },
+      row.field);
+  if (row.show_default) option->capture_default_str();
+  return option->group(row.group);
+}
+
 }  // namespace
 
 void add_trainer_options(CLI::App& app, TrainerOptions& o) {
@@ -52,278 +75,33 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.get_formatter()->column_width(34);
 
-  app.add_option("--model", o.model, "ds2 | vgg19_bn")->capture_default_str()->group("Model");
-  const std::map<std::string, std::string> model_help = model_option_help();
-  for (const char* key : kDs2Keys)
-    app.add_option(std::string("--") + key, o.model_config[key],
-                   "ds2 (models/ds2.h): " + model_help.at(key))
-        ->group("Model");
-  for (const char* key : kVggKeys)
-    app.add_option(std::string("--") + key, o.model_config[key],
-                   "vgg19_bn (models/vgg.h): " + model_help.at(key))
-        ->group("Model");
-  app.add_option("--vocabulary", o.vocabulary,
-                 "ASR vocabulary file (default: blank, space, ', a-z)")
-      ->group("Model");
-
-  const char* data = "Data";
-  app.add_option("--train", o.train_manifest, "training manifest (.tsv | .jsonl | class folder)")
-      ->group(data);
-  app.add_option("--val", o.val_manifest, "validation manifest")->group(data);
-  app.add_option("--test", o.test_manifest, "test manifest, evaluated after training")->group(data);
-  add_feature_flags(app, o.features, "Features");
-  app.add_option("--feature-cache", o.feature_cache,
-                 "ASR: a featurize cache of the manifests (same feature flags)")
-      ->group(data);
-  app.add_option("--features-on", o.features_on,
-                 "load | step: training features (and their augmentation) computed once at "
-                 "start, or from the audio on the device in each step")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--pad-frames-to", o.pad_frames_to,
-                 "ASR: pad each batch's time axis to a multiple of this many frames (fewer "
-                 "convolution shapes, so fewer cudnnFind runs; 1: to the longest item)")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--bad-input", o.bad_input,
-                 "stop | skip: an unreadable, corrupt or empty clip stops the run, or is skipped "
-                 "and counted")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--max-duration", o.max_duration,
-                 str("seconds; a longer clip is left out and counted, whatever --bad-input (0: "
-                     "no limit; default: ",
-                     kSpeechMaxDuration, " for ds2, none for vgg19_bn)"))
-      ->group(data);
-  app.add_option("--max-image-pixels", o.max_image_pixels,
-                 "classification, image files: an image declaring more pixels (width x height) "
-                 "is bad input, refused before decoding (PIL's MAX_IMAGE_PIXELS)")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--slice-seconds", o.slice_seconds, "classification: seconds per slice")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--image-height", o.image_height, "classification: image rows (mel bins)")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--image-width", o.image_width, "classification: image columns (frames)")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--features", o.image_features,
-                 "classification: mel | cqt, the image of an audio slice (cqt: librosa.cqt's "
-                 "hop 512, fmin C1, 84 bins, 12 per octave)")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--image-mean", o.image_mean,
-                 "classification, image files: Normalize mean per channel (comma-separated)")
-      ->delimiter(',')
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--image-std", o.image_std,
-                 "classification, image files: Normalize std per channel (comma-separated)")
-      ->delimiter(',')
-      ->capture_default_str()
-      ->group(data);
-  app.add_flag("--spec-augment", o.spec_augment, "ASR: SpecAugment masks on training features")
-      ->group(data);
-  app.add_flag("--speed-perturb", o.speed_perturb,
-               "ASR: play each training clip at 0.9, 1.0 or 1.1 speed (keeps the audio in memory)")
-      ->group(data);
-  app.add_option("--brightness", o.brightness,
-                 "classification: brightness jitter, factor in [1 - b, 1 + b] (0: off)")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--contrast", o.contrast,
-                 "classification: contrast jitter, factor in [1 - c, 1 + c] (0: off)")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--freq-masks", o.freq_masks, "SpecAugment frequency masks")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--freq-mask-width", o.freq_mask_width, "SpecAugment widest frequency mask")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--time-masks", o.time_masks, "SpecAugment time masks")
-      ->capture_default_str()
-      ->group(data);
-  app.add_option("--time-mask-width", o.time_mask_width, "SpecAugment widest time mask")
-      ->capture_default_str()
-      ->group(data);
-  app.add_flag("--sortagrad", o.sortagrad, "ASR: first epoch in ascending length order")
-      ->group(data);
-  app.add_flag("--class-balanced", o.class_balanced,
-               "classification: draw items with weights inverse to their class's frequency")
-      ->group(data);
-  app.add_option("--workers", o.workers,
-                 "threads decoding clips at start and building batches ahead")
-      ->capture_default_str()
-      ->group(data);
-
-  const char* optim = "Optimisation";
-  app.add_option("--batch-size", o.batch_size, "items per step and process")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--epochs", o.epochs, "passes over the training set")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--max-steps", o.max_steps, "stop after this many optimizer steps (0: epochs)")
-      ->capture_default_str()
-      ->group(optim);
-  CLI::Option* accum =
-      app.add_option("--accum-steps", o.accum_steps, "micro-batches per optimizer step")
-          ->capture_default_str()
-          ->group(optim);
-  app.add_option("--optimizer", o.optimizer, "sgd | adam | adamw")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--lr", o.lr, "peak learning rate")->capture_default_str()->group(optim);
-  app.add_option("--momentum", o.momentum, "sgd momentum")->capture_default_str()->group(optim);
-  app.add_flag("--nesterov", o.nesterov, "sgd: Nesterov momentum")->group(optim);
-  app.add_option("--beta1", o.beta1, "adam(w) beta1")->capture_default_str()->group(optim);
-  app.add_option("--beta2", o.beta2, "adam(w) beta2")->capture_default_str()->group(optim);
-  app.add_option("--eps", o.eps, "adam(w) epsilon")->capture_default_str()->group(optim);
-  app.add_option("--weight-decay", o.weight_decay, "weight decay (decoupled for adamw)")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_flag("--decay-norm-and-bias", o.decay_norm_and_bias,
-               "also decay BatchNorm parameters and biases")
-      ->group(optim);
-  app.add_option("--schedule", o.schedule, "constant | cosine | step | linear (after warmup)")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--schedule-unit", o.schedule_unit, "epochs | steps")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--warmup", o.warmup, "linear warmup length (schedule units)")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--warmup-start-lr", o.warmup_start_lr, "lr at the start of the warmup")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--min-lr", o.min_lr, "floor of cosine / linear decay")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--flat-tail", o.flat_tail, "units held at the floor at the end")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--step-every", o.step_every, "step schedule: units between decays")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--step-gamma", o.step_gamma, "step schedule: factor per decay")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--lr-scaling", o.lr_scaling,
-                 "none | linear | sqrt: scale --lr from --reference-batch to the global batch")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--reference-batch", o.reference_batch, "the batch --lr was tuned for")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--grad-clip", o.grad_clip, "clip the global gradient norm (0: off)")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--precision", o.precision, "fp32 | fp16 (loss scaling) | bf16; half on cuda")
-      ->capture_default_str()
-      ->group(optim);
-  app.add_option("--max-bad-steps", o.max_bad_steps,
-                 "stop after this many consecutive non-finite losses")
-      ->capture_default_str()
-      ->group(optim);
-
-  const char* run = "Running";
-  app.add_option("--seed", o.seed, "seed of initialisation, shuffling and augmentation")
-      ->capture_default_str()
-      ->group(run);
-  app.add_flag("--deterministic", o.deterministic,
-               "bitwise-reproducible kernels only (slower on cuda)")
-      ->group(run);
-  app.add_option("--tf32", o.tf32,
-                 "off | conv | all: f32 convolutions (conv) or convolutions and GEMMs (all) "
-                 "on TF32 tensor cores (cuda)")
-      ->capture_default_str()
-      ->group(run);
-  app.add_option("--device", o.device, "auto | cpu | cuda | cuda:N")
-      ->capture_default_str()
-      ->group(run);
-  app.add_option("--profile-steps", o.profile_steps,
-                 "A:B: capture steps A..B only (nsys --capture-range=cudaProfilerApi)")
-      ->group(run);
-  app.add_option("--range-times", o.range_times,
-                 "JSONL file: host time per NVTX range (op, phase), written when the run ends; "
-                 "a CPU profile (on cuda only launch time)")
-      ->group(run);
-
-  const char* parallel = "Data parallel (mpirun -np R ./trainer ...)";
-  app.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MiB (the first: 1 MiB)")
-      ->capture_default_str()
-      ->group(parallel);
-  app.add_flag("--find-unused-parameters", o.find_unused_parameters,
-               "allow parameters that get no gradient in a step")
-      ->group(parallel);
-  app.add_flag("--sync-bn", o.sync_bn, "BatchNorm statistics over every process's batch")
-      ->group(parallel);
-  app.add_option("--ddp-comm-dtype", o.ddp_comm_dtype,
-                 "same | fp16 | bf16: gradients travel in this dtype, summed in fp32")
-      ->capture_default_str()
-      ->group(parallel);
-  app.add_option("--comm-timeout", o.comm_timeout,
-                 "seconds a collective may wait for a peer before the job ends, naming the "
-                 "ranks that did not arrive (0: SONATA_NCCL_TIMEOUT_S, else 600)")
-      ->group(parallel);
-
-  const char* pipeline = "Pipeline parallel (mpirun -np R ./trainer --pipeline-stages S ...)";
-  app.add_option("--pipeline-stages", o.pipeline_stages,
-                 "stages of the model, one process each; R / S data-parallel replicas")
-      ->capture_default_str()
-      ->group(pipeline);
-  app.add_option("--micro-batches", o.accum_steps,
-                 "batches per optimizer step, run through the pipeline (= --accum-steps)")
-      ->excludes(accum)
-      ->group(pipeline);
-  app.add_option("--pipeline-schedule", o.pipeline_schedule, "1f1b | gpipe")
-      ->capture_default_str()
-      ->group(pipeline);
-  app.add_option("--pipeline-balance", o.pipeline_balance,
-                 "bytes | time: balance the stages by parameter bytes or measured time")
-      ->capture_default_str()
-      ->group(pipeline);
-  app.add_option("--pipeline-cuts", o.pipeline_cuts,
-                 "explicit cuts: the first layer of each stage after the first, e.g. 7,12")
-      ->group(pipeline);
-  app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints (and metrics) go")
-      ->group(run);
-  app.add_option("--keep-checkpoints", o.keep_checkpoints, "newest checkpoints kept (+ the best)")
-      ->capture_default_str()
-      ->group(run);
-  app.add_option("--checkpoint-every", o.checkpoint_every,
-                 "optimizer steps between checkpoints (0: at epoch ends)")
-      ->capture_default_str()
-      ->group(run);
-  app.add_option("--stop-after", o.stop_after,
-                 "end this run after this many steps in all, checkpointed (resume later)")
-      ->group(run);
-  app.add_option("--resume", o.resume, "auto (newest in --checkpoint-dir) or a checkpoint folder")
-      ->group(run);
-  app.add_option("--init-from", o.init_from, "start from these weights (.safetensors)")->group(run);
-  app.add_flag("--eval-only", o.eval_only, "evaluate --init-from or --resume, then stop")
-      ->group(run);
-  app.add_option("--eval-every", o.eval_every, "epochs between evaluations")
-      ->capture_default_str()
-      ->group(run);
-  app.add_option("--beam-width", o.beam_width, "ASR beam search width (0: greedy only)")
-      ->capture_default_str()
-      ->group(run);
-  app.add_option("--show-transcripts", o.show_transcripts, "ASR: decoded examples printed")
-      ->capture_default_str()
-      ->group(run);
-  app.add_option("--metrics", o.metrics, "JSONL metrics log (default: in --checkpoint-dir)")
-      ->group(run);
-  app.add_option("--progress", o.progress, "auto | bar | lines | none")
-      ->capture_default_str()
-      ->group(run);
-  app.add_option("--log-every", o.log_every, "steps between metric lines")
-      ->capture_default_str()
-      ->group(run);
+  // --help lists the options in the table's order, with the others where they belong: the
+  // model's own options after --model, the feature flags after --test, --micro-batches after
+  // --pipeline-stages.
+  CLI::Option* accum = nullptr;
+  for (const OptionRow& row : option_table()) {
+    CLI::Option* option = add_option_row(app, o, row);
+    if (row.name == "accum-steps") accum = option;
+    if (row.name == "model") {
+      const std::map<std::string, std::string> model_help = model_option_help();
+      for (const char* key : kDs2Keys)
+        app.add_option(std::string("--") + key, o.model_config[key],
+                       "ds2 (models/ds2.h): " + model_help.at(key))
+            ->group("Model");
+      for (const char* key : kVggKeys)
+        app.add_option(std::string("--") + key, o.model_config[key],
+                       "vgg19_bn (models/vgg.h): " + model_help.at(key))
+            ->group("Model");
+    }
+    if (row.name == "test") add_feature_flags(app, o.features, "Features");
+    if (row.name == "pipeline-stages") {
+      SONATA_CHECK(accum, "the option table lists --accum-steps after --pipeline-stages");
+      app.add_option("--micro-batches", o.accum_steps,
+                     "batches per optimizer step, run through the pipeline (= --accum-steps)")
+          ->excludes(accum)
+          ->group(row.group);
+    }
+  }
 
   // Model options left empty on the command line are not options at all.
   app.final_callback([&o] {
@@ -461,72 +239,16 @@ std::pair<int64_t, int64_t> TrainerOptions::profile_range() const {
 
 std::string TrainerOptions::to_json() const {
   nlohmann::ordered_json json;
-  json["model"] = model;
+  for (const OptionRow& row : option_table()) {
+    if (std::string(row.checkpoint_key).empty()) continue;
+    std::visit([&](auto member) { json[row.checkpoint_key] = this->*member; }, row.field);
+  }
   for (const auto& [key, value] : model_config) json[key] = value;
-  json["train"] = train_manifest;
-  json["val"] = val_manifest;
-  json["test"] = test_manifest;
-  json["vocabulary"] = vocabulary;
   json["features"] = describe(features.config());
-  json["slice-seconds"] = slice_seconds;
-  json["image-height"] = image_height;
-  json["image-width"] = image_width;
-  json["image-features"] = image_features;
-  json["image-mean"] = image_mean;
-  json["image-std"] = image_std;
-  json["batch-size"] = batch_size;
-  json["epochs"] = epochs;
-  json["max-steps"] = max_steps;
-  json["accum-steps"] = accum_steps;
-  json["optimizer"] = optimizer;
-  json["lr"] = lr;
-  json["momentum"] = momentum;
-  json["nesterov"] = nesterov;
-  json["beta1"] = beta1;
-  json["beta2"] = beta2;
-  json["eps"] = eps;
-  json["weight-decay"] = weight_decay;
-  json["decay-norm-and-bias"] = decay_norm_and_bias;
-  json["schedule"] = schedule;
-  json["schedule-unit"] = schedule_unit;
-  json["warmup"] = warmup;
-  json["warmup-start-lr"] = warmup_start_lr;
-  json["min-lr"] = min_lr;
-  json["flat-tail"] = flat_tail;
-  json["step-every"] = step_every;
-  json["step-gamma"] = step_gamma;
-  json["lr-scaling"] = lr_scaling;
-  json["reference-batch"] = reference_batch;
-  json["grad-clip"] = grad_clip;
-  json["precision"] = precision;
-  json["max-bad-steps"] = max_bad_steps;
-  json["spec-augment"] = spec_augment;
-  json["speed-perturb"] = speed_perturb;
-  json["features-on"] = features_on;
-  json["brightness"] = brightness;
-  json["contrast"] = contrast;
-  json["freq-masks"] = freq_masks;
-  json["freq-mask-width"] = freq_mask_width;
-  json["time-masks"] = time_masks;
-  json["time-mask-width"] = time_mask_width;
-  json["seed"] = seed;
-  json["deterministic"] = deterministic;
-  json["tf32"] = tf32;
-  json["sortagrad"] = sortagrad;
-  json["class-balanced"] = class_balanced;
-  json["device"] = device;
-  json["bucket-mb"] = bucket_mb;
-  json["find-unused-parameters"] = find_unused_parameters;
-  json["sync-bn"] = sync_bn;
-  json["ddp-comm-dtype"] = ddp_comm_dtype;
-  json["pipeline-stages"] = pipeline_stages;
-  json["pipeline-schedule"] = pipeline_schedule;
-  json["pipeline-balance"] = pipeline_balance;
-  json["pipeline-cuts"] = pipeline_cuts;
   return json.dump();
 }
 
-ReducerOptions reducer_options(const TrainerOptions& options) {
+ReducerOptions reducer_options(const ParallelOptions& options) {
   ReducerOptions reducer;
   reducer.bucket_cap_bytes = int64_t(options.bucket_mb * double(1 << 20));
   reducer.first_bucket_cap_bytes = std::min(reducer.bucket_cap_bytes, int64_t(1) << 20);

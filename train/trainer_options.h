@@ -21,10 +21,13 @@ namespace sonata {
 // --max-duration's value for "the task's default" (input_policy, train/bad_input.h).
 constexpr double kTaskMaxDuration = -1;
 
-struct TrainerOptions {
-  // What to train.
-  std::string model = "ds2";                        // ds2 | vgg19_bn
-  std::map<std::string, std::string> model_config;  // the model's own options (registry keys)
+// The options come in parts, each handed to the code that needs it alone (make_optimizer
+// takes OptimizerOptions, reducer_options ParallelOptions); TrainerOptions is all of them.
+// Each plain option's flag, --help text, config and checkpoint key and resume rule are
+// declared once, in train/option_table.cpp.
+
+// What to train on: data, features, augmentation, sampling.
+struct DataOptions {
   std::string train_manifest, val_manifest, test_manifest;
   std::string vocabulary;  // ASR: a vocabulary file; default blank, space, ', a-z
 
@@ -53,11 +56,19 @@ struct TrainerOptions {
   // Normalize(mean, std) per channel after the resize (one value: every channel).
   std::vector<double> image_mean{0.5}, image_std{0.5};
 
-  // Optimisation.
-  int64_t batch_size = 16;  // per process
-  int64_t epochs = 10;
-  int64_t max_steps = 0;  // > 0: stop after this many optimizer steps (overrides epochs)
-  int64_t accum_steps = 1;
+  // Regularisation (ASR).
+  bool spec_augment = false;
+  bool speed_perturb = false;  // ASR: speed 0.9 / 1.0 / 1.1 per item and epoch (Kaldi's set)
+  double brightness = 0, contrast = 0;  // classification: ColorJitter on the images
+  int64_t freq_masks = 2, freq_mask_width = 15, time_masks = 2, time_mask_width = 20;
+
+  bool sortagrad = false;
+  bool class_balanced = false;  // classification: sample classes equally often
+  int64_t workers = 2;          // threads preparing batches and features
+};
+
+// The optimizer and its learning-rate schedule.
+struct OptimizerOptions {
   std::string optimizer = "adamw";  // sgd | adam | adamw
   double lr = 1e-3;
   double momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
@@ -74,28 +85,11 @@ struct TrainerOptions {
   std::string lr_scaling =
       "none";  // none | linear | sqrt, from reference_batch to the global batch
   int64_t reference_batch = 256;
-  double grad_clip = 0;            // max global norm; 0 = off (the norm is still logged)
-  std::string precision = "fp32";  // fp32 | fp16 | bf16
-  int64_t max_bad_steps = 50;      // stop after this many consecutive non-finite losses
+  double grad_clip = 0;  // max global norm; 0 = off (the norm is still logged)
+};
 
-  // Regularisation (ASR).
-  bool spec_augment = false;
-  bool speed_perturb = false;  // ASR: speed 0.9 / 1.0 / 1.1 per item and epoch (Kaldi's set)
-  double brightness = 0, contrast = 0;  // classification: ColorJitter on the images
-  int64_t freq_masks = 2, freq_mask_width = 15, time_masks = 2, time_mask_width = 20;
-
-  // Running.
-  uint64_t seed = 1;
-  bool deterministic = false;
-  std::string tf32 = "conv";    // off | conv | all: where f32 may use TF32 (base/math_mode.h)
-  int64_t workers = 2;          // threads preparing batches and features
-  std::string device = "auto";  // auto | cpu | cuda | cuda:N
-  bool sortagrad = false;
-  bool class_balanced = false;  // classification: sample classes equally often
-  std::string profile_steps;    // "A:B": cudaProfilerStart before step A, Stop after step B
-  std::string range_times;      // JSONL of host time per NVTX range, written at the end
-
-  // Data parallel (under mpirun / srun).
+// Data parallel (under mpirun / srun) and pipeline parallel.
+struct ParallelOptions {
   double bucket_mb = 25;  // gradient bucket cap (the first bucket: 1 MiB)
   bool find_unused_parameters = false;
   bool sync_bn = false;                 // BatchNorm statistics over every rank's batch
@@ -114,6 +108,23 @@ struct TrainerOptions {
   // left in the task, as one process leaves it). The trainer command, which only reports,
   // turns it off: then no rank ever holds another stage's parameters.
   bool gather_model = true;
+};
+
+// The loop: steps, precision, device, checkpoints, evaluation and output.
+struct LoopOptions {
+  int64_t batch_size = 16;  // per process
+  int64_t epochs = 10;
+  int64_t max_steps = 0;  // > 0: stop after this many optimizer steps (overrides epochs)
+  int64_t accum_steps = 1;
+  std::string precision = "fp32";  // fp32 | fp16 | bf16
+  int64_t max_bad_steps = 50;      // stop after this many consecutive non-finite losses
+
+  uint64_t seed = 1;
+  bool deterministic = false;
+  std::string tf32 = "conv";    // off | conv | all: where f32 may use TF32 (base/math_mode.h)
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N
+  std::string profile_steps;    // "A:B": cudaProfilerStart before step A, Stop after step B
+  std::string range_times;      // JSONL of host time per NVTX range, written at the end
 
   // Checkpoints and evaluation.
   std::string checkpoint_dir;
@@ -132,6 +143,12 @@ struct TrainerOptions {
   std::string metrics;  // JSONL log; default <checkpoint_dir>/metrics.jsonl or metrics.jsonl
   std::string progress = "auto";  // auto | bar | lines | none
   int64_t log_every = 10;         // steps between metric lines (and host reads of the loss)
+};
+
+struct TrainerOptions : DataOptions, OptimizerOptions, ParallelOptions, LoopOptions {
+  // What to train.
+  std::string model = "ds2";                        // ds2 | vgg19_bn
+  std::map<std::string, std::string> model_config;  // the model's own options (registry keys)
 
   std::string config_file;
 
@@ -140,7 +157,7 @@ struct TrainerOptions {
   std::pair<int64_t, int64_t> profile_range() const;
   // One sentence for the first invalid setting or combination, else nothing.
   void check() const;
-  // Every option as JSON text (the checkpoint keeps it; --resume compares it).
+  // Every option the checkpoint keeps, as JSON text (--resume compares it).
   std::string to_json() const;
 };
 
@@ -148,6 +165,6 @@ struct TrainerOptions {
 void add_trainer_options(CLI::App& app, TrainerOptions& options);
 
 // The gradient reducer's settings (DDP, and the replicas of a pipeline).
-ReducerOptions reducer_options(const TrainerOptions& options);
+ReducerOptions reducer_options(const ParallelOptions& options);
 
 }  // namespace sonata
