@@ -10,8 +10,10 @@ std::atomic<FatalHandler> g_fatal_handler{nullptr};
 
 const char* project_relative(const char* file) {
   // __FILE__ is absolute under CMake; the path inside the repository is what a reader needs.
-  for (const char* floor :
-       {"/base/", "/kernels/", "/engine/", "/models/", "/data/", "/comm/", "/tools/", "/tests/"}) {
+  // The first floor in this order that the path holds wins: "/train/" after "/tests/", so
+  // that tests/train/x.cpp keeps its tests/.
+  for (const char* floor : {"/base/", "/kernels/", "/engine/", "/models/", "/data/", "/comm/",
+                            "/tools/", "/tests/", "/train/"}) {
     if (const char* at = std::strstr(file, floor)) return at + 1;
   }
   return file;

@@ -31,7 +31,7 @@
 #include "engine/optim/adamw.h"
 #include "engine/random.h"
 #include "models/ds2.h"
-#include "tools/trainer/ds2_training_loss.h"
+#include "train/tasks/ds2_training_loss.h"
 
 using namespace sonata;
 

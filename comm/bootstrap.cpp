@@ -146,7 +146,7 @@ std::shared_ptr<ProcessGroup> init_process_group(Device device) {
   return std::make_shared<NcclGroup>(MPI_COMM_WORLD, local_rank);
 #else
   throw Error(str("init_process_group: ", world_size, " processes on ", device.str(),
-                  " need NCCL, which this build does not have (CUDA and NCCL, see README)"));
+                  " need NCCL, which this build does not have (CUDA and NCCL: docs/building.md)"));
 #endif
 #else
   throw Error(str("init_process_group: started by ", launch.launcher, " with ", launch.world_size,

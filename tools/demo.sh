@@ -7,10 +7,12 @@
 #   tools/demo.sh genre    genre: a synthetic 16-genre music corpus, a narrow VGG19_BN on dB
 #                          mel images of 2 s slices, ending with slice and track accuracy and
 #                          the confusion matrix
-#   tools/demo.sh fsdd [DIR]  real speech: the Free Spoken Digit Dataset in DIR (default
-#                          ../shared/data/fsdd), split by speaker (tools/prepare/fsdd.py: the
-#                          last speaker by name is test, never heard in training), DS2 on 8 kHz
-#                          features, ending with the held-out speaker's CER/WER
+#   tools/demo.sh fsdd DIR real speech: the Free Spoken Digit Dataset's recordings in
+#                          DIR/recordings/ (or DIR from SONATA_FSDD; get them with git clone
+#                          https://github.com/Jakobovski/free-spoken-digit-dataset), split by
+#                          speaker (tools/prepare/fsdd.py: the last speaker by name is test,
+#                          never heard in training), DS2 on 8 kHz features, ending with the
+#                          held-out speaker's CER/WER
 # Any further arguments go to the trainer (e.g. --epochs 3, --device cpu). Data goes to
 # demo_data/ (SONATA_DEMO_DATA), checkpoints and metrics.jsonl to runs/<demo>/.
 set -euo pipefail
@@ -24,19 +26,24 @@ case "$demo" in
   genre) extra="python3 python3-matplotlib" ;;
   fsdd)
     extra="python3 python3-matplotlib"
-    fsdd_dir=../shared/data/fsdd
-    # An optional dataset folder (relative to where the command was run) before the
-    # trainer's options.
+    # The dataset's folder (relative to where the command was run) before the trainer's
+    # options, or SONATA_FSDD: the recordings are not part of the repository.
+    fsdd_dir=${SONATA_FSDD:-}
     if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
-      case $1 in /*) fsdd_dir=$1 ;; *) fsdd_dir=$caller_dir/$1 ;; esac
+      fsdd_dir=$1
       shift
     fi
+    if [ -z "$fsdd_dir" ]; then
+      echo "tools/demo.sh fsdd: name the folder of the Free Spoken Digit Dataset (tools/demo.sh fsdd DIR, or SONATA_FSDD=DIR); get it with: git clone https://github.com/Jakobovski/free-spoken-digit-dataset" >&2
+      exit 2
+    fi
+    case $fsdd_dir in /*) ;; *) fsdd_dir=$caller_dir/$fsdd_dir ;; esac
     if [ ! -d "$fsdd_dir/recordings" ]; then
       echo "tools/demo.sh fsdd: '$fsdd_dir' holds no recordings/ folder (the Free Spoken Digit Dataset: git clone https://github.com/Jakobovski/free-spoken-digit-dataset)" >&2
       exit 2
     fi
     ;;
-  *) echo "usage: tools/demo.sh [speech|genre|fsdd [DIR]] [trainer options...]" >&2; exit 2 ;;
+  *) echo "usage: tools/demo.sh [speech|genre|fsdd DIR] [trainer options...]" >&2; exit 2 ;;
 esac
 # Without a GPU the CUDA backend would only cost build time here (tools/test.sh builds it).
 if ! { command -v nvidia-smi && nvidia-smi -L; } >/dev/null 2>&1; then

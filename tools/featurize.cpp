@@ -15,7 +15,7 @@
 #include "data/cache/feature_cache.h"
 #include "data/manifest/asr_manifest.h"
 #include "data/manifest/class_manifest.h"
-#include "tools/feature_flags.h"
+#include "train/feature_flags.h"
 
 int main(int argc, char** argv) {
   std::string manifest, out, dtype = "f32", kind = "asr";

@@ -32,7 +32,7 @@ fi
 
 # Every CUDA test, and the trainer on emulated devices (one process and mpiexec -np 2), on the
 # CUDA emulator under AddressSanitizer (build-emu/). Opt-in until its known failures are fixed
-# and its slowest cases trimmed to fit CI's time (README: The CUDA emulator).
+# and its slowest cases trimmed to fit CI's time (docs/emulator.md).
 if [ "${SONATA_EMU_CUDA:-0}" = 1 ]; then
   echo "== the CUDA code on the CPU emulator under AddressSanitizer (build-emu/) =="
   cmake -S . -B build-emu -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \

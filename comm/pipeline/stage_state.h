@@ -1,7 +1,7 @@
 #pragma once
 // A pipelined model's state in one place: every stage's state_dict (under the whole model's
 // names) gathered on stage 0, whole or as the list of what it holds (for a checkpoint
-// writer that then receives the tensors one at a time, tools/trainer/pipeline_parallel.h);
+// writer that then receives the tensors one at a time, train/pipeline/pipeline_parallel.h);
 // and the reverse, a whole model's state dict handed out to the stages. All are collectives
 // over the stage group, stage 0 exchanging with each other stage in turn.
 #include <vector>

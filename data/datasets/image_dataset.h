@@ -8,7 +8,7 @@
 // item (its own track), read by image_file_item with the model's input channels and the given
 // mean / std; an unreadable one is bad input like an unreadable track. One split holds audio
 // or images, not both. Batches have named fields (ImageBatch); the brightness / contrast
-// jitter is keyed by (seed, epoch, item). The trainer (tools/trainer/class_task), classify and
+// jitter is keyed by (seed, epoch, item). The trainer (train/tasks/class_task), classify and
 // the tests build images and batches here.
 #include <cstdint>
 #include <span>

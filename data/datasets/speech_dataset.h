@@ -4,7 +4,7 @@
 // transcripts normalised to the vocabulary and encoded; and the batches built from them, with
 // named fields (SpeechBatch) and the training augmentations (SpecAugment, speed perturbation)
 // keyed by (seed, epoch, item) so that a batch is the same on any worker. The trainer
-// (tools/trainer/speech_task), the loader benchmark and the tests build batches here.
+// (train/tasks/speech_task), the loader benchmark and the tests build batches here.
 #include <cstdint>
 #include <span>
 #include <string>

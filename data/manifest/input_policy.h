@@ -5,7 +5,7 @@
 // vocabulary. Under `stop` the first such input (in manifest order) ends the load with its
 // error, one sentence naming the file; under `skip` each is left out, and the reasons are kept
 // so the run can name them when it starts and count them (the trainer's --bad-input,
-// tools/trainer/bad_input.h).
+// train/bad_input.h).
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -19,7 +19,7 @@
 #include "tests/support/letters_corpus.h"
 #include "tools/inference/genre_classifier.h"
 #include "tools/inference/speech_recognizer.h"
-#include "tools/trainer/trainer_options.h"
+#include "train/trainer_options.h"
 
 using namespace sonata;
 using namespace sonata::testing;

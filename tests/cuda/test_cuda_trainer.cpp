@@ -15,9 +15,9 @@
 #include "tests/support/letters_corpus.h"
 #include "tests/support/state_compare.h"
 #include "tests/support/tiny_ds2.h"
-#include "tools/trainer/class_task.h"
-#include "tools/trainer/speech_task.h"
-#include "tools/trainer/train_loop.h"
+#include "train/tasks/class_task.h"
+#include "train/tasks/speech_task.h"
+#include "train/train_loop.h"
 
 using namespace sonata;
 using sonata::testing::check_close;

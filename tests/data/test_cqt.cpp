@@ -12,7 +12,7 @@
 #include "base/error.h"
 #include "data/features/cqt.h"
 #include "engine/io/npy.h"
-#include "tools/trainer/class_task.h"
+#include "train/tasks/class_task.h"
 
 using namespace sonata;
 using Catch::Contains;

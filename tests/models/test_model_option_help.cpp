@@ -10,7 +10,7 @@
 #include "base/error.h"
 #include "models/ds2.h"
 #include "models/vgg.h"
-#include "tools/trainer/trainer_options.h"
+#include "train/trainer_options.h"
 
 using namespace sonata;
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "comm/pipeline/pipeline.h"
-#include "tools/trainer/task.h"
-#include "tools/trainer/trainer_options.h"
+#include "train/task.h"
+#include "train/trainer_options.h"
 
 namespace sonata::testing {
 

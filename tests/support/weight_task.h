@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "tools/trainer/task.h"
+#include "train/task.h"
 
 namespace sonata::testing {
 

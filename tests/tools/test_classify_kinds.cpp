@@ -14,8 +14,8 @@
 #include "tests/support/audio_files.h"
 #include "tests/support/image_files.h"
 #include "tools/inference/commands.h"
-#include "tools/trainer/class_task.h"
-#include "tools/trainer/train_loop.h"
+#include "train/tasks/class_task.h"
+#include "train/train_loop.h"
 
 using namespace sonata;
 using namespace sonata::testing;

@@ -20,9 +20,9 @@
 #include "tools/inference/feature_description.h"
 #include "tools/inference/track_vote.h"
 #include "tools/inference/trained_checkpoint.h"
-#include "tools/trainer/class_task.h"
-#include "tools/trainer/speech_task.h"
-#include "tools/trainer/train_loop.h"
+#include "train/tasks/class_task.h"
+#include "train/tasks/speech_task.h"
+#include "train/train_loop.h"
 
 using namespace sonata;
 using namespace sonata::testing;

@@ -1,4 +1,4 @@
-// One run per --checkpoint-dir (tools/trainer/checkpoint_dir_lock.h): a second trainer on a
+// One run per --checkpoint-dir (train/checkpoint_dir_lock.h): a second trainer on a
 // folder in use is refused naming the folder and the holder's pid, before it touches the
 // first run's metrics.jsonl; a holder killed with SIGKILL leaves no stuck lock.
 #include <catch2/catch.hpp>
@@ -19,9 +19,9 @@
 #include "tests/support/error_of.h"
 #include "tests/support/letters_corpus.h"
 #include "tests/support/tiny_ds2.h"
-#include "tools/trainer/checkpoint_dir_lock.h"
-#include "tools/trainer/speech_task.h"
-#include "tools/trainer/train_loop.h"
+#include "train/checkpoint_dir_lock.h"
+#include "train/tasks/speech_task.h"
+#include "train/train_loop.h"
 
 using namespace sonata;
 using namespace sonata::testing;

@@ -1,10 +1,11 @@
-// What the trainer prints for an error (tools/trainer/error_text.h): one line, the source
+// What the trainer prints for an error (train/error_text.h): one line, the source
 // location a check appends only when asked for.
 #include <catch2/catch.hpp>
 
 #include "base/error.h"
 #include "tests/support/error_of.h"
-#include "tools/trainer/error_text.h"
+#include "train/error_text.h"
+#include "train/trainer_options.h"
 
 using namespace sonata;
 
@@ -21,6 +22,14 @@ TEST_CASE("error text: one line, without the source location unless asked", "[tr
         "--resume auto: checkpoint 'D/step-1' is unreadable; Not starting a fresh run over "
         "them: move them");
   CHECK(error_text("\nleading and trailing breaks\n", false) == "leading and trailing breaks");
+  // The trainer's own floor, train/, is named from the repository root and dropped alike.
+  const std::string from_train = sonata::testing::error_of([] {
+    TrainerOptions options;
+    options.model = "no_such_model";
+    options.check();
+  });
+  REQUIRE(from_train.find("(train/trainer_options.cpp:") != std::string::npos);
+  CHECK(error_text(from_train, false) == "--model must be ds2 or vgg19_bn, got 'no_such_model'");
   // Parentheses that are not a location stay.
   CHECK(error_text("bad value (expected 1 to 3)", false) == "bad value (expected 1 to 3)");
 }

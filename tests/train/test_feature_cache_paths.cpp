@@ -16,7 +16,7 @@
 #include "engine/ops.h"
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
-#include "tools/trainer/speech_task.h"
+#include "train/tasks/speech_task.h"
 
 using namespace sonata;
 using namespace sonata::testing;

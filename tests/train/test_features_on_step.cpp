@@ -19,9 +19,9 @@
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
 #include "tests/train/trainer_test_util.h"
-#include "tools/trainer/class_task.h"
-#include "tools/trainer/speech_task.h"
-#include "tools/trainer/train_loop.h"
+#include "train/tasks/class_task.h"
+#include "train/tasks/speech_task.h"
+#include "train/train_loop.h"
 
 using namespace sonata;
 using namespace sonata::testing;

@@ -1,5 +1,5 @@
 // Error rates and accuracies read as labelled percentages on the terminal ("CER 0.27 %"),
-// while metrics.jsonl keeps them as fractions (tools/trainer/metric_text.h).
+// while metrics.jsonl keeps them as fractions (train/metric_text.h).
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -12,9 +12,9 @@
 #include "tests/support/letters_corpus.h"
 #include "tests/support/stdout_capture.h"
 #include "tests/support/tiny_ds2.h"
-#include "tools/trainer/metric_text.h"
-#include "tools/trainer/speech_task.h"
-#include "tools/trainer/train_loop.h"
+#include "train/metric_text.h"
+#include "train/tasks/speech_task.h"
+#include "train/train_loop.h"
 
 using namespace sonata;
 using namespace sonata::testing;

@@ -1,5 +1,5 @@
 // A resume that changes an option either does what its note says from the resumed step on,
-// or is refused in one sentence (tools/trainer/resume_changes.h). The corpus:
+// or is refused in one sentence (train/resume_changes.h). The corpus:
 // tests/support/letters_corpus.h, the tiny DS2 of the trainer tests.
 #include <catch2/catch.hpp>
 
@@ -15,8 +15,8 @@
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
 #include "tests/support/tiny_ds2.h"
-#include "tools/trainer/speech_task.h"
-#include "tools/trainer/train_loop.h"
+#include "train/tasks/speech_task.h"
+#include "train/train_loop.h"
 
 using namespace sonata;
 using namespace sonata::testing;

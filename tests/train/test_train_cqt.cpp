@@ -8,7 +8,7 @@
 
 #include "tests/support/audio_files.h"
 #include "tests/train/trainer_test_util.h"
-#include "tools/trainer/class_task.h"
+#include "train/tasks/class_task.h"
 
 using namespace sonata;
 using namespace sonata::testing;

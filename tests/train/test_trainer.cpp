@@ -32,12 +32,12 @@
 #include "tests/support/letters_corpus.h"
 #include "tests/support/weight_task.h"
 #include "tests/train/trainer_test_util.h"
-#include "tools/trainer/class_task.h"
-#include "tools/trainer/config_file.h"
-#include "tools/trainer/init_from.h"
-#include "tools/trainer/metrics_log.h"
-#include "tools/trainer/speech_task.h"
-#include "tools/trainer/train_loop.h"
+#include "train/config_file.h"
+#include "train/init_from.h"
+#include "train/metrics_log.h"
+#include "train/tasks/class_task.h"
+#include "train/tasks/speech_task.h"
+#include "train/train_loop.h"
 
 using namespace sonata;
 using namespace sonata::testing;

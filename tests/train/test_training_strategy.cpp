@@ -1,4 +1,4 @@
-// The training strategy a run gets (tools/trainer/strategy/): which one the options and the
+// The training strategy a run gets (train/strategy/): which one the options and the
 // world call for, the error for a pipeline that does not divide the world, and the sampler
 // the task asks for (Task::sampling(), not the model's name).
 #include <catch2/catch.hpp>
@@ -17,10 +17,10 @@
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
 #include "tests/support/weight_task.h"
-#include "tools/trainer/class_task.h"
-#include "tools/trainer/sampler_choice.h"
-#include "tools/trainer/speech_task.h"
-#include "tools/trainer/strategy/training_strategy.h"
+#include "train/sampler_choice.h"
+#include "train/strategy/training_strategy.h"
+#include "train/tasks/class_task.h"
+#include "train/tasks/speech_task.h"
 
 using namespace sonata;
 using namespace sonata::testing;

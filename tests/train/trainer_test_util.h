@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/trainer/trainer_options.h"
+#include "train/trainer_options.h"
 
 namespace sonata::testing {
 

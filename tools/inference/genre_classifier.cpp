@@ -10,7 +10,7 @@
 #include "data/image/image_file.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
-#include "tools/trainer/class_task.h"
+#include "train/tasks/class_task.h"
 
 namespace sonata {
 namespace {

@@ -16,7 +16,7 @@ Vocabulary checkpoint_vocabulary(const TrainedCheckpoint& checkpoint, const std:
                            str("the vocabulary of '", checkpoint.path, "'"));
 }
 
-// As the trainer builds it (tools/trainer/speech_task.cpp): the saved model options, the
+// As the trainer builds it (train/tasks/speech_task.cpp): the saved model options, the
 // features' mel bands as its input width, the vocabulary as its classes.
 std::shared_ptr<Ds2> make_recognizer_model(const TrainedCheckpoint& checkpoint,
                                            const FeatureConfig& features, int64_t classes) {

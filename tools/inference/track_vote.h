@@ -1,6 +1,6 @@
 #pragma once
 // A track's classes ranked from its slices' probabilities, by the rule the trainer's track
-// accuracy uses (tools/trainer/class_task.cpp): each slice votes for its most probable class
+// accuracy uses (train/tasks/class_task.cpp): each slice votes for its most probable class
 // (the first of equal maxima); more votes rank higher, equal votes go to the larger summed
 // probability, then to the lower class index.
 #include <cstdint>

@@ -3,7 +3,7 @@
 #include "base/error.h"
 #include "engine/nn/state_dict.h"
 #include "tools/inference/feature_description.h"
-#include "tools/trainer/trainer_options.h"
+#include "train/trainer_options.h"
 
 namespace sonata {
 

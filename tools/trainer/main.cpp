@@ -18,11 +18,11 @@
 #include "engine/cuda_versions.h"
 #include "engine/device.h"
 #include "engine/random.h"
-#include "tools/trainer/class_task.h"
-#include "tools/trainer/error_text.h"
-#include "tools/trainer/metric_text.h"
-#include "tools/trainer/speech_task.h"
-#include "tools/trainer/train_loop.h"
+#include "train/error_text.h"
+#include "train/metric_text.h"
+#include "train/tasks/class_task.h"
+#include "train/tasks/speech_task.h"
+#include "train/train_loop.h"
 
 namespace {
 

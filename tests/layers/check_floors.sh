@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Each floor's sources include only the floors below it (docs/ARCHITECTURE.md, "The floors"):
+# prints every quoted include of a floor that the table does not allow, and fails if any.
+# The link lines enforce the same for symbols; this catches a header-only upward include.
+# emu/ stands in for CUDA, which every floor may include.
+set -euo pipefail
+root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
+declare -A allowed=(
+  [base]="base"
+  [kernels]="base kernels"
+  [engine]="base kernels engine"
+  [comm]="base engine comm"
+  [models]="base engine models"
+  [data]="base kernels engine data"
+  [train]="base kernels engine comm models data train"
+  # The benchmarks time the library the trainer is made of, never the executables' insides.
+  [bench]="base kernels engine comm models data train bench"
+)
+floors="emu base kernels engine comm models data train tools bench tests"
+bad=0
+for floor in "${!allowed[@]}"; do
+  while IFS= read -r hit; do
+    file=${hit%%:*}
+    target=$(sed -E 's/.*#[[:space:]]*include[[:space:]]+"([a-z_]+)\/.*/\1/' <<<"$hit")
+    case " $floors " in *" $target "*) ;; *) continue ;; esac
+    case " ${allowed[$floor]} emu " in *" $target "*) continue ;; esac
+    echo "${file#"$root"/}: $floor/ may not include $target/ (${hit#*:})"
+    bad=1
+  done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[a-z_]+/' "$root/$floor" \
+             --include='*.h' --include='*.cpp' --include='*.cu' --include='*.cuh' || true)
+done
+[ "$bad" = 0 ] && echo "every floor includes only the floors below it"
+exit "$bad"

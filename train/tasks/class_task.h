@@ -1,0 +1,74 @@
+#pragma once
+// Music-genre classification with VGG19_BN on spectrogram images: the dataset
+// (data/datasets/image_dataset.h: --slice-seconds slices as --image-height x --image-width dB
+// mel images, or constant-Q with --features cqt, or image files; --brightness / --contrast
+// jitter) fed to the model, cross-entropy, and evaluation reporting slice accuracy, the
+// confusion matrix, and track accuracy by majority vote over a track's slices.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/datasets/image_dataset.h"
+#include "data/features/cqt.h"
+#include "data/features/spectrogram.h"
+#include "data/manifest/label_map.h"
+#include "train/bad_input.h"
+#include "train/task.h"
+#include "train/trainer_options.h"
+
+namespace sonata {
+
+class ClassTask : public Task {
+ public:
+  explicit ClassTask(const TrainerOptions& options);
+
+  Module& model() override { return *model_; }
+  std::shared_ptr<Module> shared_model() override { return model_; }
+  int64_t train_items() const override { return int64_t(train_.images.size()); }
+  std::vector<int64_t> train_lengths() const override;
+  std::vector<int64_t> train_labels() const override { return train_.labels; }
+  // Fixed-size items: uniform, or class-balanced under --class-balanced.
+  SamplingKind sampling() const override;
+  HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override;
+  Tensor loss(const HostBatch& batch, Device device) override;
+  EvalResult summarize(const EvalCounts& totals) const override;
+  bool has_split(const std::string& split) const override;
+  std::string best_metric() const override { return "accuracy"; }
+  bool lower_is_better() const override { return false; }
+  std::map<std::string, std::string> checkpoint_texts() const override;
+  // "inputs": "image files" or "audio", what the model was trained on (classify refuses the
+  // other kind).
+  std::map<std::string, std::string> checkpoint_notes() const override;
+  std::string describe() const override;
+  const char* item_name() const override { return "img"; }
+  DataReport data_report() const override;
+  LayerSequence pipeline_layers() override;
+  LayerValue pipeline_input(const HostBatch& batch, Device device) override;
+  std::vector<Tensor> pipeline_targets(const HostBatch& batch) const override;
+  Tensor pipeline_loss(const LayerValue& output, const std::vector<Tensor>& targets,
+                       Device device) override;
+  std::unique_ptr<EvalPass> eval_pass(const std::string& split, int64_t rank,
+                                      int64_t world) override;
+
+ private:
+  friend class ClassEvalPass;
+
+  // The model's input of a batch on `device`: features (computed here under --features-on
+  // step) or images (jittered here under --features-on step), in the compute dtype.
+  Tensor model_input(const HostBatch& batch, Device device) const;
+  const ImageSplit& split(const std::string& name) const;
+  ImageSplit load(const std::string& name, const std::string& manifest) const;
+  TrainerOptions options_;
+  FeatureExtractor extractor_;
+  InputPolicy policy_;
+  std::shared_ptr<const ConstantQ> cqt_;  // --features cqt
+  ImageBatcher batcher_;
+  LabelMap labels_;  // from the first manifest given (train, else val, else test)
+  ImageSplit train_, val_, test_;
+  std::shared_ptr<Module> model_;
+  int64_t parameter_count_ = 0;  // the whole model's, as built
+  int64_t in_channels_ = 3;
+  DType compute_dtype_ = DType::f32;
+};
+
+}  // namespace sonata

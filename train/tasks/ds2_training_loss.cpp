@@ -1,0 +1,19 @@
+#include "train/tasks/ds2_training_loss.h"
+
+#include "data/text/vocabulary.h"
+
+namespace sonata {
+
+CtcOptions ds2_ctc_options() {
+  // zero_infinity: a clip too short for its transcript gives no gradient instead of +inf.
+  return {.blank = Vocabulary::kBlank, .reduction = Reduction::mean, .zero_infinity = true};
+}
+
+Tensor ds2_training_loss(Ds2& model, const Tensor& input, const Tensor& input_lengths,
+                         const Tensor& targets, const Tensor& target_lengths) {
+  const Ds2Output out = model.forward_logits(input, input_lengths);
+  return ctc_loss_from_logits(out.output, targets, out.output_lengths, target_lengths,
+                              ds2_ctc_options());
+}
+
+}  // namespace sonata

@@ -1,0 +1,98 @@
+// A run's checkpoints: --resume (the state loaded, the position to continue from), the
+// weights --eval-only evaluates, and saving at epoch ends, --checkpoint-every and
+// --stop-after.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/nvtx.h"
+#include "engine/nn/state_dict.h"
+#include "train/train_loop_run.h"
+
+namespace sonata {
+
+TrainPosition TrainingRun::resume() {
+  TrainPosition start;
+  if (o_.resume.empty()) return start;
+  const std::string path = resume_path(o_);
+  CheckpointSource source;
+  if (path.empty()) {
+    progress_.print(str("--resume auto: no checkpoint in ", o_.checkpoint_dir, " yet; starting"));
+  } else {
+    std::vector<std::string> notes;
+    // Under a pipeline each rank reads its stage's tensors alone.
+    const std::optional<CheckpointSelection> selection = strategy_->checkpoint_selection();
+    PartialTrainingState loaded =
+        selection ? load_resume_checkpoint_part(path, o_, *selection, &source)
+                  : PartialTrainingState{load_resume_checkpoint(path, o_, &source), {}};
+    strategy_->take_model_pieces(loaded.state.model);
+    loaded.state.optimizer = strategy_->local_optimizer_state(std::move(loaded.state.optimizer));
+    start = restore_training_state(loaded.state, o_, task_, *optimizer_, *scaler_, &notes,
+                                   selection ? &loaded.model_in_file : nullptr);
+    check_epoch_length(loaded.state, start.step);
+    progress_.print(str("resumed from ", source.folder, " at step ", start.step, " (epoch ",
+                        start.epoch + 1, ", batch ", start.batch, ")"));
+    for (const std::string& skipped : source.skipped)
+      progress_.print(str("  skipped a newer checkpoint, kept as it is: ", skipped));
+    for (const std::string& note : notes) progress_.print(note);
+    last_saved_step_ = start.step;
+  }
+  // What the interrupted run logged past this step is done again: dropped, so that the
+  // log reads as one run.
+  metrics_.drop_after_step(start.step);
+  if (!path.empty())
+    metrics_.write({{"event", "resume"},
+                    {"step", start.step},
+                    {"checkpoint", source.folder},
+                    {"skipped", source.skipped}});
+  return start;
+}
+
+void TrainingRun::check_epoch_length(const TrainingState& checkpoint, int64_t step) const {
+  const auto saved = checkpoint.scalars.find(kStepsPerEpoch);
+  if (saved == checkpoint.scalars.end()) return;  // written before the count was kept
+  const int64_t theirs = int64_t(saved->second);
+  if (theirs == steps_per_epoch_) return;
+  throw Error(str("this run's epochs have ", steps_per_epoch_,
+                  " steps, the checkpoint's run's had ", theirs,
+                  " (its training items, --batch-size, --accum-steps or number of ",
+                  "processes differ): its step ", step,
+                  " would fall elsewhere in an epoch and in the schedule; resume with the same "
+                  "data and batch layout, or start a new run from its weights with --init-from "
+                  "<checkpoint folder>/model.safetensors"));
+}
+
+void TrainingRun::load_weights_to_evaluate() {
+  const std::string path = resume_path(o_);
+  SONATA_CHECK(!path.empty(), "--eval-only --resume auto: no checkpoint in ", o_.checkpoint_dir);
+  CheckpointSource source;
+  const TrainingState state = load_resume_checkpoint(path, o_, &source);
+  std::map<std::string, std::string> expected = task_.checkpoint_texts();
+  expected["model"] = o_.model;
+  check_compatible(state, model_.state_dict(), expected);
+  load_state_dict(model_, state.model);
+  progress_.print(str("weights of ", source.folder));
+}
+
+void TrainingRun::save_checkpoint(const TrainPosition& position, std::optional<double> metric) {
+  if (o_.checkpoint_dir.empty() || last_saved_step_ == position.step) return;
+  SONATA_NVTX_RANGE("sonata::checkpoint");
+  // Only good checkpoints: none while the loss is non-finite (the weights are then those of
+  // the last good step anyway, and resuming into the NaN run would help no one). Where
+  // every rank takes part in saving, they decide alike.
+  const bool bad_here = bad_streak_.defined() && bad_streak_.item() > 0;
+  if (strategy_->bad_anywhere(bad_here)) return;
+  if (!strategy_->saves_on_every_rank() && !checkpoints_) return;
+  last_saved_step_ = position.step;
+  TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
+  state.scalars[kStepsPerEpoch] = double(steps_per_epoch_);
+  const std::string path =
+      strategy_->save_checkpoint(checkpoints_.get(), state, position.step, metric);
+  if (!checkpoints_) return;
+  result_.last_checkpoint = path;
+  metrics_.write(
+      {{"event", "checkpoint"}, {"step", position.step}, {"path", result_.last_checkpoint}});
+}
+
+}  // namespace sonata

@@ -1,0 +1,261 @@
+#include "train/trainer_options.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <type_traits>
+#include <variant>
+
+#include "base/error.h"
+#include "base/math_mode.h"
+#include "data/manifest/input_policy.h"
+#include "models/ds2.h"
+#include "models/vgg.h"
+#include "train/config_file.h"
+#include "train/option_table.h"
+
+namespace sonata {
+namespace {
+
+// The models' own options, offered as flags of the same names (see models/registry.h).
+const char* const kDs2Keys[] = {"conv-channels", "hidden", "layers",        "rnn",
+                                "bidirectional", "merge",  "seq-batch-norm"};
+const char* const kVggKeys[] = {"width", "dropout", "in-channels", "channels-last"};
+// Their --help text: the choices and the default, taken from the models' option structs so
+// that there is one source of the defaults.
+std::map<std::string, std::string> model_option_help() {
+  const Ds2Options ds2;
+  const VggOptions vgg;
+  const auto bit = [](bool value) { return value ? "1" : "0"; };
+  return {{"conv-channels", str(ds2.conv_channels)},
+          {"hidden", str(ds2.hidden)},
+          {"layers", str(ds2.layers)},
+          {"rnn", str("lstm | gru; ", ds2.rnn == RnnKind::gru ? "gru" : "lstm")},
+          {"bidirectional", str("0 | 1; ", bit(ds2.bidirectional))},
+          {"merge", str("concat | sum; ", ds2.sum_directions ? "sum" : "concat")},
+          {"seq-batch-norm", str("0 | 1; ", bit(ds2.seq_batch_norm))},
+          {"width", str("channel multiplier; ", vgg.width)},
+          {"dropout", str(vgg.dropout)},
+          {"in-channels", str(vgg.in_channels)},
+          {"channels-last", str("true | false; ", vgg.channels_last ? "true" : "false")}};
+}
+
+bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
+  for (const char* choice : choices)
+    if (value == choice) return true;
+  return false;
+}
+
+// One row of the table on the command line (and so in config files).
+CLI::Option* add_option_row(CLI::App& app, TrainerOptions& o, const OptionRow& row) {
+  const std::string flag = "--" + row.name;
+  CLI::Option* option = std::visit(
+      [&](auto member) -> CLI::Option* {
+        auto& value = o.*member;
+        using Value = std::decay_t<decltype(value)>;
+        if constexpr (std::is_same_v<Value, bool>) {
+          return app.add_flag(flag, value, row.help);
+        } else {
+          CLI::Option* added = app.add_option(flag, value, row.help);
+          if constexpr (std::is_same_v<Value, std::vector<double>>) added->delimiter(',');
+          return added;
+        }
+      },
+      row.field);
+  if (row.show_default) option->capture_default_str();
+  return option->group(row.group);
+}
+
+}  // namespace
+
+void add_trainer_options(CLI::App& app, TrainerOptions& o) {
+  app.config_formatter(std::make_shared<JsonYamlConfig>(&app));
+  app.set_config("--config", "", "JSON or YAML file with any of these options (same names)");
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  app.get_formatter()->column_width(34);
+
+  // --help lists the options in the table's order, with the others where they belong: the
+  // model's own options after --model, the feature flags after --test, --micro-batches after
+  // --pipeline-stages.
+  CLI::Option* accum = nullptr;
+  for (const OptionRow& row : option_table()) {
+    CLI::Option* option = add_option_row(app, o, row);
+    if (row.name == "accum-steps") accum = option;
+    if (row.name == "model") {
+      const std::map<std::string, std::string> model_help = model_option_help();
+      for (const char* key : kDs2Keys)
+        app.add_option(std::string("--") + key, o.model_config[key],
+                       "ds2 (models/ds2.h): " + model_help.at(key))
+            ->group("Model");
+      for (const char* key : kVggKeys)
+        app.add_option(std::string("--") + key, o.model_config[key],
+                       "vgg19_bn (models/vgg.h): " + model_help.at(key))
+            ->group("Model");
+    }
+    if (row.name == "test") add_feature_flags(app, o.features, "Features");
+    if (row.name == "pipeline-stages") {
+      SONATA_CHECK(accum, "the option table lists --accum-steps after --pipeline-stages");
+      app.add_option("--micro-batches", o.accum_steps,
+                     "batches per optimizer step, run through the pipeline (= --accum-steps)")
+          ->excludes(accum)
+          ->group(row.group);
+    }
+  }
+
+  // Model options left empty on the command line are not options at all.
+  app.final_callback([&o] {
+    std::erase_if(o.model_config, [](const auto& entry) { return entry.second.empty(); });
+  });
+}
+
+void TrainerOptions::check() const {
+  SONATA_CHECK(one_of(model, {"ds2", "vgg19_bn"}), "--model must be ds2 or vgg19_bn, got '", model,
+               "'");
+  for (const auto& [key, value] : model_config) {
+    bool for_ds2 = false;
+    for (const char* ds2_key : kDs2Keys) for_ds2 |= key == ds2_key;
+    SONATA_CHECK(for_ds2 == is_asr(), "--", key, " is a ", for_ds2 ? "ds2" : "vgg19_bn",
+                 " option; drop it or use --model ", for_ds2 ? "ds2" : "vgg19_bn");
+  }
+  SONATA_CHECK(!train_manifest.empty() || eval_only,
+               "--train is required (a manifest to train on)");
+  SONATA_CHECK(!eval_only || !init_from.empty() || !resume.empty(),
+               "--eval-only needs weights: give --init-from W.safetensors or --resume");
+  SONATA_CHECK(!eval_only || !val_manifest.empty() || !test_manifest.empty(),
+               "--eval-only needs --val or --test to evaluate on");
+  SONATA_CHECK(batch_size > 0, "--batch-size must be positive, got ", batch_size);
+  SONATA_CHECK(epochs > 0 || max_steps > 0, "give --epochs or --max-steps a positive value");
+  SONATA_CHECK(accum_steps > 0, "--accum-steps must be at least 1, got ", accum_steps);
+  SONATA_CHECK(one_of(optimizer, {"sgd", "adam", "adamw"}),
+               "--optimizer must be sgd, adam or adamw, got '", optimizer, "'");
+  SONATA_CHECK(lr > 0, "--lr must be positive, got ", lr);
+  SONATA_CHECK(!nesterov || optimizer == "sgd", "--nesterov applies to --optimizer sgd only");
+  SONATA_CHECK(one_of(schedule, {"constant", "cosine", "step", "linear"}),
+               "--schedule must be constant, cosine, step or linear, got '", schedule, "'");
+  SONATA_CHECK(one_of(schedule_unit, {"epochs", "steps"}),
+               "--schedule-unit must be epochs or steps, got '", schedule_unit, "'");
+  SONATA_CHECK(schedule_unit == "steps" || max_steps == 0 || epochs > 0,
+               "--max-steps without --epochs needs --schedule-unit steps");
+  SONATA_CHECK(warmup >= 0 && flat_tail >= 0, "--warmup and --flat-tail must not be negative");
+  SONATA_CHECK(min_lr >= 0 && min_lr <= lr, "--min-lr must lie in [0, --lr]");
+  SONATA_CHECK(one_of(lr_scaling, {"none", "linear", "sqrt"}),
+               "--lr-scaling must be none, linear or sqrt, got '", lr_scaling, "'");
+  SONATA_CHECK(reference_batch > 0, "--reference-batch must be positive");
+  SONATA_CHECK(grad_clip >= 0, "--grad-clip must not be negative (0 turns clipping off)");
+  SONATA_CHECK(one_of(precision, {"fp32", "fp16", "bf16"}),
+               "--precision must be fp32, fp16 or bf16, got '", precision, "'");
+  SONATA_CHECK(precision == "fp32" || device.rfind("cuda", 0) == 0 || device == "auto",
+               "--precision ", precision,
+               " runs on a GPU only; use --device cuda or --precision fp32");
+  SONATA_CHECK(max_bad_steps > 0, "--max-bad-steps must be positive");
+  features.config();  // throws naming a bad feature flag
+  SONATA_CHECK(feature_cache.empty() || is_asr(), "--feature-cache applies to --model ds2 only");
+  SONATA_CHECK(pad_frames_to >= 1, "--pad-frames-to must be at least 1, got ", pad_frames_to);
+  SONATA_CHECK(one_of(features_on, {"load", "step"}), "--features-on must be load or step, got '",
+               features_on, "'");
+  SONATA_CHECK(features_on == "load" || feature_cache.empty(),
+               "--features-on step needs the audio: it cannot use --feature-cache");
+  SONATA_CHECK(!spec_augment || is_asr(), "--spec-augment applies to --model ds2 only");
+  SONATA_CHECK(!speed_perturb || is_asr(), "--speed-perturb applies to --model ds2 only");
+  SONATA_CHECK(!speed_perturb || feature_cache.empty(),
+               "--speed-perturb needs the audio: it cannot use --feature-cache");
+  SONATA_CHECK((brightness == 0 && contrast == 0) || !is_asr(),
+               "--brightness and --contrast apply to --model vgg19_bn only");
+  SONATA_CHECK(brightness >= 0 && contrast >= 0,
+               "--brightness and --contrast must not be negative");
+  SONATA_CHECK(!sortagrad || is_asr(), "--sortagrad applies to --model ds2 only");
+  SONATA_CHECK(!class_balanced || !is_asr(), "--class-balanced applies to --model vgg19_bn only");
+  SONATA_CHECK(workers >= 1, "--workers must be at least 1");
+  SONATA_CHECK(one_of(bad_input, {"stop", "skip"}), "--bad-input must be stop or skip, got '",
+               bad_input, "'");
+  SONATA_CHECK(max_duration >= 0 || max_duration == kTaskMaxDuration,
+               "--max-duration must not be negative (0: no limit), got ", max_duration);
+  SONATA_CHECK(max_image_pixels > 0, "--max-image-pixels must be positive, got ", max_image_pixels);
+  parse_tf32_mode(tf32, "--tf32");  // throws naming a bad value
+  SONATA_CHECK(device == "auto" || device == "cpu" || device.rfind("cuda", 0) == 0,
+               "--device must be auto, cpu, cuda or cuda:N, got '", device, "'");
+  SONATA_CHECK(resume.empty() || resume != "auto" || !checkpoint_dir.empty(),
+               "--resume auto needs --checkpoint-dir (where to look)");
+  SONATA_CHECK(resume.empty() || init_from.empty(),
+               "--resume and --init-from exclude each other (a resume restores the weights)");
+  SONATA_CHECK(keep_checkpoints >= 1, "--keep-checkpoints must be at least 1");
+  SONATA_CHECK(checkpoint_every >= 0 && stop_after >= 0,
+               "--checkpoint-every and --stop-after must not be negative");
+  SONATA_CHECK(stop_after == 0 || !checkpoint_dir.empty(),
+               "--stop-after needs --checkpoint-dir (the run is resumed from there)");
+  SONATA_CHECK(eval_every >= 1, "--eval-every must be at least 1");
+  SONATA_CHECK(beam_width >= 0, "--beam-width must not be negative");
+  SONATA_CHECK(one_of(progress, {"auto", "bar", "lines", "none"}),
+               "--progress must be auto, bar, lines or none, got '", progress, "'");
+  SONATA_CHECK(log_every >= 1, "--log-every must be at least 1");
+  SONATA_CHECK(bucket_mb > 0, "--bucket-mb must be positive, got ", bucket_mb);
+  SONATA_CHECK(comm_timeout >= 0 && std::isfinite(comm_timeout),
+               "--comm-timeout must be a number of seconds (0: the default), got ", comm_timeout);
+  SONATA_CHECK(one_of(ddp_comm_dtype, {"same", "fp16", "bf16"}),
+               "--ddp-comm-dtype must be same, fp16 or bf16, got '", ddp_comm_dtype, "'");
+  SONATA_CHECK(pipeline_stages >= 1, "--pipeline-stages must be at least 1, got ", pipeline_stages);
+  SONATA_CHECK(one_of(pipeline_schedule, {"1f1b", "gpipe"}),
+               "--pipeline-schedule must be 1f1b or gpipe, got '", pipeline_schedule, "'");
+  SONATA_CHECK(one_of(pipeline_balance, {"bytes", "time"}),
+               "--pipeline-balance must be bytes or time, got '", pipeline_balance, "'");
+  SONATA_CHECK(pipeline_stages > 1 || pipeline_cuts.empty(),
+               "--pipeline-cuts needs --pipeline-stages 2 or more");
+  SONATA_CHECK(pipeline_stages == 1 || !sync_bn,
+               "--sync-bn does not combine with --pipeline-stages: a pipeline normalises each "
+               "micro-batch on its own, as GPipe");
+  profile_range();  // throws naming a malformed --profile-steps
+  SONATA_CHECK(slice_seconds > 0 && image_height > 0 && image_width > 0,
+               "--slice-seconds, --image-height and --image-width must be positive");
+  SONATA_CHECK(one_of(image_features, {"mel", "cqt"}), "--features must be mel or cqt, got '",
+               image_features, "'");
+  SONATA_CHECK(image_features == "mel" || !is_asr(),
+               "--features cqt applies to --model vgg19_bn only");
+  SONATA_CHECK(!image_mean.empty() && !image_std.empty(),
+               "--image-mean and --image-std need at least one value");
+  for (const double s : image_std)
+    SONATA_CHECK(s > 0, "--image-std values must be positive, got ", s);
+}
+
+std::pair<int64_t, int64_t> TrainerOptions::profile_range() const {
+  if (profile_steps.empty()) return {0, 0};
+  const size_t colon = profile_steps.find(':');
+  int64_t first = 0, last = 0;
+  const auto parse = [&](const std::string& text, int64_t& value) {
+    size_t used = 0;
+    try {
+      value = std::stoll(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    return used > 0 && used == text.size();
+  };
+  SONATA_CHECK(colon != std::string::npos && parse(profile_steps.substr(0, colon), first) &&
+                   parse(profile_steps.substr(colon + 1), last) && first >= 1 && last >= first,
+               "--profile-steps must be A:B with 1 <= A <= B (optimizer steps), got '",
+               profile_steps, "'");
+  return {first, last};
+}
+
+std::string TrainerOptions::to_json() const {
+  nlohmann::ordered_json json;
+  for (const OptionRow& row : option_table()) {
+    if (std::string(row.checkpoint_key).empty()) continue;
+    std::visit([&](auto member) { json[row.checkpoint_key] = this->*member; }, row.field);
+  }
+  for (const auto& [key, value] : model_config) json[key] = value;
+  json["features"] = describe(features.config());
+  return json.dump();
+}
+
+ReducerOptions reducer_options(const ParallelOptions& options) {
+  ReducerOptions reducer;
+  reducer.bucket_cap_bytes = int64_t(options.bucket_mb * double(1 << 20));
+  reducer.first_bucket_cap_bytes = std::min(reducer.bucket_cap_bytes, int64_t(1) << 20);
+  reducer.find_unused_parameters = options.find_unused_parameters;
+  if (options.ddp_comm_dtype != "same")
+    reducer.comm_dtype = options.ddp_comm_dtype == "fp16" ? DType::f16 : DType::bf16;
+  return reducer;
+}
+
+}  // namespace sonata
