@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-namespace sonata::kernels::cpu {
+#include "kernels/cpu/capability_region.h"
+
+SONATA_CPU_BEGIN
 namespace {
 
 // Below this many multiply-adds a single thread is faster than waking the others.
@@ -174,4 +176,34 @@ template void skinny_gemm<float>(const GemmShape&, float, const float*, const fl
 template void skinny_gemm<double>(const GemmShape&, double, const double*, const double*, double,
                                   double*);
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+#define SONATA_SKINNY_DECLARE(ns)                                                          \
+  namespace ns {                                                                           \
+  decltype(::sonata::kernels::cpu::skinny_gemm_applies) skinny_gemm_applies;               \
+  template <typename T>                                                                    \
+  void skinny_gemm(const GemmShape& shape, T alpha, const T* a, const T* b, T beta, T* c); \
+  }
+SONATA_CPU_FOR_EACH_NS(SONATA_SKINNY_DECLARE)
+#undef SONATA_SKINNY_DECLARE
+
+bool skinny_gemm_applies(const GemmShape& shape) {
+  return SONATA_CPU_CALL(skinny_gemm_applies)(shape);
+}
+
+template <typename T>
+void skinny_gemm(const GemmShape& shape, T alpha, const T* a, const T* b, T beta, T* c) {
+  SONATA_CPU_CALL(skinny_gemm<T>)(shape, alpha, a, b, beta, c);
+}
+
+template void skinny_gemm<float>(const GemmShape&, float, const float*, const float*, float,
+                                 float*);
+template void skinny_gemm<double>(const GemmShape&, double, const double*, const double*, double,
+                                  double*);
+
 }  // namespace sonata::kernels::cpu
+#endif

@@ -19,6 +19,7 @@
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/param_groups.h"
 #include "engine/optim/sgd.h"
+#include "kernels/cpu/capability.h"
 #include "tools/trainer/checkpoint_dir_lock.h"
 #include "tools/trainer/init_from.h"
 #include "tools/trainer/metric_text.h"
@@ -297,7 +298,10 @@ TrainResult Run::train() {
     progress_.print(line);
   schedule_->apply(*optimizer_, schedule_position(step_));
 
-  progress_.print(str("training on ", device_.str(), ": ", task_.describe()));
+  // The CPU kernels' instruction set (kernels/cpu/capability.h): "training on cpu (avx2): ...".
+  progress_.print(str("training on ", device_.str(),
+                      device_.is_cpu() ? str(" (", kernels::cpu::capability_name(), ")") : "", ": ",
+                      task_.describe()));
   report_data();
   progress_.print(str(total_steps_, " steps (", epochs_, " epochs of ", steps_per_epoch_,
                       "), batch ", batch_size, " x ", o_.accum_steps, " accumulated x ", replicas,
