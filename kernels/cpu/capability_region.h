@@ -16,6 +16,9 @@
 // baseline everywhere; GCC still inlines them into the wide functions (a baseline function
 // may be inlined into one whose instruction set is a superset) and vectorises them there.
 // tests/tools/check_cpu_isa.py checks the objects and the linked binaries for it.
+// One trap stays: GCC gives a vector_size type the alignment of the ISA in effect where it is
+// asked, so a header template (std::vector's allocator) sees a region's 64-byte vector type
+// as 16-byte aligned. Such types need an explicit aligned() (kernels/cpu/stft.cpp's V).
 //
 // The baseline compile (SONATA_CPU_CAPABILITY 0) also holds the public entry points, under
 // `#if SONATA_CPU_ENTRY_POINTS`: each calls its capability's copy through SONATA_CPU_CALL.

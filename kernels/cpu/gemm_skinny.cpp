@@ -29,9 +29,15 @@ void scale_row(T* row, int64_t count, T beta) {
 // Rows and columns of C one register tile holds through the whole k loop: 8 x 32 floats
 // are 16 AVX-512 registers, leaving room for B's row and A's broadcasts. (The previous
 // form added each row of B into C in memory, two L1 accesses per multiply-add: the LSTM
-// step's [8 x 256] x [256 x 1024] ran at half this speed.)
+// step's [8 x 256] x [256 x 1024] ran at half this speed.) AVX2 has 16 registers of 8
+// floats: 6 x 16 floats are 12 of them (the packed sgemm's AVX2 tile; not yet timed here).
+#if SONATA_CPU_CAPABILITY == 1
+constexpr int64_t kTileRows = 6;
+constexpr int64_t kTileColumns = 16;
+#else
 constexpr int64_t kTileRows = 8;
 constexpr int64_t kTileColumns = 32;
+#endif
 
 // C[kRows, kTileColumns] = beta * C + A_rows B over the whole k, accumulated in registers.
 // `a_rows` is [kRows x k] dense (alpha applied); `b` points at B(0, j0).

@@ -11,6 +11,7 @@
 #include "kernels/cpu/gemm_packed.h"
 
 using namespace sonata;
+using namespace sonata::kernels;
 using namespace sonata::kernels::cpu;
 
 TEST_CASE("CPU capability names round-trip and nothing else parses", "[ops][cpu_capability]") {
