@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "comm/bootstrap.h"
+#include "kernels/cpu/capability.h"
 
 using namespace sonata;
 
@@ -68,9 +69,10 @@ int main(int argc, char** argv) {
       if (group->rank() == 0)
         std::printf(
             "{\"work\": \"allreduce\", \"backend\": \"%s\", \"world\": %d, \"bytes\": %lld, "
-            "\"time_us\": %.2f, \"algbw_GBps\": %.4f, \"busbw_GBps\": %.4f}\n",
+            "\"time_us\": %.2f, \"algbw_GBps\": %.4f, \"busbw_GBps\": %.4f, "
+            "\"cpu_capability\": \"%s\"}\n",
             group->backend().c_str(), world, static_cast<long long>(n * 4), time_s * 1e6, algbw,
-            busbw);
+            busbw, kernels::cpu::capability_name());
       std::fflush(stdout);
     }
     group.reset();

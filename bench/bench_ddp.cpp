@@ -30,6 +30,7 @@
 #include "engine/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/random.h"
+#include "kernels/cpu/capability.h"
 #include "models/ds2.h"
 #include "train/tasks/ds2_training_loss.h"
 
@@ -188,12 +189,12 @@ int main(int argc, char** argv) {
           "\"frames\": %lld, \"grad_bytes\": %lld, \"buckets\": %zu, \"bucket_mb\": %g, "
           "\"comm_dtype\": \"%s\", \"step_ms_local\": %.1f, \"step_ms_ddp\": %.1f, "
           "\"overhead_pct\": %.1f, \"exposed_ms\": %.1f, \"finish_wait_ms\": %.1f, "
-          "\"comm_alone_ms\": %.1f, \"hidden_share\": %.2f}\n",
+          "\"comm_alone_ms\": %.1f, \"hidden_share\": %.2f, \"cpu_capability\": \"%s\"}\n",
           group->backend().c_str(), device.str().c_str(), world, static_cast<long long>(hidden),
           static_cast<long long>(layers), static_cast<long long>(batch),
           static_cast<long long>(frames), static_cast<long long>(bytes), buckets.size(), bucket_mb,
           comm_dtype.c_str(), local_ms, ddp_ms, (ddp_ms / local_ms - 1) * 100, exposed_ms,
-          finish_ms, comm_ms, hidden_share);
+          finish_ms, comm_ms, hidden_share, kernels::cpu::capability_name());
     std::fflush(stdout);
     group.reset();
     finalize();

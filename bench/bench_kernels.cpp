@@ -22,6 +22,7 @@
 
 #include "base/error.h"
 #include "bench/kernel_bench.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/gemm.h"
 
 using namespace sonata;
@@ -86,7 +87,8 @@ void print_result(const KernelResult& result, const std::string& device, const C
   if (device == "cpu")
     std::printf(", \"threads\": %d, \"blas\": \"%s\"", omp_get_max_threads(),
                 kernels::cpu::blas_core_name());
-  std::printf(", \"peer\": \"sonata\"}\n");
+  std::printf(", \"cpu_capability\": \"%s\", \"peer\": \"sonata\"}\n",
+              kernels::cpu::capability_name());
   std::fflush(stdout);
 }
 

@@ -36,6 +36,7 @@
 #include "engine/ops/ctc.h"
 #include "engine/optim/adamw.h"
 #include "engine/random.h"
+#include "kernels/cpu/capability.h"
 #include "models/ds2.h"
 
 using namespace sonata;
@@ -189,10 +190,10 @@ int main(int argc, char** argv) {
       std::printf(
           "{\"work\": \"loader\", \"device\": \"cpu\", \"workers\": %lld, \"batch\": %lld, "
           "\"clips\": %lld, \"clips_per_s\": %.1f, \"audio_s_per_s\": %.1f, "
-          "\"consumer_audio_s_per_s\": %.1f, \"margin\": %.2f}\n",
+          "\"consumer_audio_s_per_s\": %.1f, \"margin\": %.2f, \"cpu_capability\": \"%s\"}\n",
           static_cast<long long>(workers), static_cast<long long>(batch),
           static_cast<long long>(items), double(items) / elapsed, audio / elapsed, consumer,
-          audio / elapsed / consumer);
+          audio / elapsed / consumer, kernels::cpu::capability_name());
       std::fflush(stdout);
     }
     if (!scratch.empty()) std::filesystem::remove_all(scratch);

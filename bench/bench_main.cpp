@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "bench/bench_work.h"
 #include "engine/allocator.h"
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/gemm.h"
 
 using namespace sonata;
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
         options.device.is_cuda() ? cuda_memory_stats(options.device.index) : cpu_memory_stats();
     std::printf(", \"peak_mem_mib\": %.1f", double(memory.peak_allocated_bytes) / (1 << 20));
     if (options.device.is_cpu()) std::printf(", \"blas\": \"%s\"", kernels::cpu::blas_core_name());
-    std::printf(", \"peer\": \"sonata\"}\n");
+    std::printf(", \"cpu_capability\": \"%s\", \"peer\": \"sonata\"}\n",
+                kernels::cpu::capability_name());
   } catch (const std::exception& error) {
     std::fprintf(stderr, "bench_models: %s\n", error.what());
     return 1;

@@ -60,6 +60,7 @@
 #include "engine/optim/adamw.h"
 #include "engine/optim/sgd.h"
 #include "engine/random.h"
+#include "kernels/cpu/capability.h"
 #include "models/vgg.h"
 
 using namespace sonata;
@@ -428,7 +429,7 @@ void print_json(const Options& o, const Row& r, const std::string& backend, int 
   if (o.epochs > 0)
     std::printf(", \"epochs\": %d, \"train_s\": %.3f, \"final_accuracy\": %.4f", o.epochs,
                 r.train_s, r.accuracy);
-  std::printf("}\n");
+  std::printf(", \"cpu_capability\": \"%s\"}\n", kernels::cpu::capability_name());
   std::fflush(stdout);
 }
 

@@ -10,13 +10,17 @@
 #include "base/nvtx.h"
 #include "engine/allocator.h"
 #include "engine/ops.h"
+#include "kernels/cpu/capability.h"
 #include "train/metric_text.h"
 #include "train/train_loop_run.h"
 
 namespace sonata {
 
 void TrainingRun::announce(int64_t batch_size, int64_t replicas, double peak_lr) {
-  progress_.print(str("training on ", device_.str(), ": ", task_.describe()));
+  // The CPU kernels' instruction set (kernels/cpu/capability.h): "training on cpu (avx2): ...".
+  progress_.print(str("training on ", device_.str(),
+                      device_.is_cpu() ? str(" (", kernels::cpu::capability_name(), ")") : "", ": ",
+                      task_.describe()));
   report_data();
   progress_.print(str(total_steps_, " steps (", epochs_, " epochs of ", steps_per_epoch_,
                       "), batch ", batch_size, " x ", o_.accum_steps, " accumulated x ", replicas,

@@ -9,9 +9,10 @@
 #include <type_traits>
 
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 namespace {
 
 // The per-channel arrays' type: double beside f64 data, float beside f32.
@@ -198,4 +199,54 @@ void batch_norm_backward_input(DType dtype, const void* grad_y, const void* x,
   });
 }
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+SONATA_CPU_DECLARE(batch_norm_workspace_size)
+SONATA_CPU_DECLARE(batch_norm_statistics)
+SONATA_CPU_DECLARE(batch_norm_apply)
+SONATA_CPU_DECLARE(batch_norm_backward_reduce)
+SONATA_CPU_DECLARE(batch_norm_backward_input)
+
+int64_t batch_norm_workspace_size(int64_t batch, int64_t channels, int64_t spatial) {
+  return SONATA_CPU_CALL(batch_norm_workspace_size)(batch, channels, spatial);
+}
+
+void batch_norm_statistics(DType dtype, const void* x, int64_t batch, int64_t channels,
+                           int64_t spatial, double eps, double momentum, void* running_mean,
+                           void* running_var, void* mean, void* invstd, void* workspace) {
+  SONATA_CPU_CALL(batch_norm_statistics)
+  (dtype, x, batch, channels, spatial, eps, momentum, running_mean, running_var, mean, invstd,
+   workspace);
+}
+
+void batch_norm_apply(DType dtype, const void* x, const void* mean, const void* invstd,
+                      const void* weight, const void* bias, int64_t batch, int64_t channels,
+                      int64_t spatial, bool relu, void* y) {
+  SONATA_CPU_CALL(batch_norm_apply)
+  (dtype, x, mean, invstd, weight, bias, batch, channels, spatial, relu, y);
+}
+
+void batch_norm_backward_reduce(DType dtype, const void* grad_y, const void* x,
+                                const void* relu_output, const void* mean, const void* invstd,
+                                int64_t batch, int64_t channels, int64_t spatial, void* workspace,
+                                void* sum_dy, void* sum_dy_xhat) {
+  SONATA_CPU_CALL(batch_norm_backward_reduce)
+  (dtype, grad_y, x, relu_output, mean, invstd, batch, channels, spatial, workspace, sum_dy,
+   sum_dy_xhat);
+}
+
+void batch_norm_backward_input(DType dtype, const void* grad_y, const void* x,
+                               const void* relu_output, const void* mean, const void* invstd,
+                               const void* weight, const void* sum_dy, const void* sum_dy_xhat,
+                               int64_t batch, int64_t channels, int64_t spatial, void* grad_x) {
+  SONATA_CPU_CALL(batch_norm_backward_input)
+  (dtype, grad_y, x, relu_output, mean, invstd, weight, sum_dy, sum_dy_xhat, batch, channels,
+   spatial, grad_x);
+}
+
 }  // namespace sonata::kernels::cpu
+#endif

@@ -7,9 +7,11 @@
 
 #include "base/error.h"
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 
-namespace sonata::kernels::cpu::direct_conv {
+SONATA_CPU_BEGIN
+namespace direct_conv {
 namespace {
 
 constexpr int64_t kLanes = 8;  // channels in one vector of the product
@@ -387,7 +389,8 @@ void backward_input_typed(const Conv2dShape& s, const T* grad_y, const T* weight
 
 bool suits(const Conv2dShape& s, ConvPass pass) {
   if (s.channels_last) return false;
-  return (pass == ConvPass::backward_input ? s.c_in : s.c_out) <= kMaxLaneChannels;
+  return (pass == ConvPass::backward_input ? s.c_in : s.c_out) <=
+         cpu::direct_conv::kMaxLaneChannels;
 }
 
 size_t workspace_bytes(DType dtype, const Conv2dShape& s, ConvPass pass) {
@@ -439,4 +442,53 @@ void backward_weight(DType dtype, const Conv2dShape& s, const void* grad_y, cons
   });
 }
 
-}  // namespace sonata::kernels::cpu::direct_conv
+}  // namespace direct_conv
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+#define SONATA_DIRECT_CONV_DECLARE(ns)                                            \
+  namespace ns::direct_conv {                                                     \
+  decltype(::sonata::kernels::cpu::direct_conv::suits) suits;                     \
+  decltype(::sonata::kernels::cpu::direct_conv::workspace_bytes) workspace_bytes; \
+  decltype(::sonata::kernels::cpu::direct_conv::forward) forward;                 \
+  decltype(::sonata::kernels::cpu::direct_conv::backward_input) backward_input;   \
+  decltype(::sonata::kernels::cpu::direct_conv::backward_weight) backward_weight; \
+  }
+SONATA_CPU_FOR_EACH_NS(SONATA_DIRECT_CONV_DECLARE)
+#undef SONATA_DIRECT_CONV_DECLARE
+
+namespace direct_conv {
+
+bool suits(const Conv2dShape& shape, ConvPass pass) {
+  return SONATA_CPU_CALL(direct_conv::suits)(shape, pass);
+}
+
+size_t workspace_bytes(DType dtype, const Conv2dShape& shape, ConvPass pass) {
+  return SONATA_CPU_CALL(direct_conv::workspace_bytes)(dtype, shape, pass);
+}
+
+void forward(DType dtype, const Conv2dShape& shape, const void* x, const void* weight,
+             const void* bias, void* y, void* workspace, size_t workspace_bytes) {
+  SONATA_CPU_CALL(direct_conv::forward)
+  (dtype, shape, x, weight, bias, y, workspace, workspace_bytes);
+}
+
+void backward_input(DType dtype, const Conv2dShape& shape, const void* grad_y, const void* weight,
+                    void* grad_x, void* workspace, size_t workspace_bytes) {
+  SONATA_CPU_CALL(direct_conv::backward_input)
+  (dtype, shape, grad_y, weight, grad_x, workspace, workspace_bytes);
+}
+
+void backward_weight(DType dtype, const Conv2dShape& shape, const void* grad_y, const void* x,
+                     void* grad_weight, void* grad_bias, void* workspace, size_t workspace_bytes) {
+  SONATA_CPU_CALL(direct_conv::backward_weight)
+  (dtype, shape, grad_y, x, grad_weight, grad_bias, workspace, workspace_bytes);
+}
+
+}  // namespace direct_conv
+
+}  // namespace sonata::kernels::cpu
+#endif

@@ -8,10 +8,11 @@
 #include <type_traits>
 
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/fast_math.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 namespace {
 
 template <typename T>
@@ -126,4 +127,32 @@ void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scor
   });
 }
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+SONATA_CPU_DECLARE(cross_entropy_forward)
+SONATA_CPU_DECLARE(cross_entropy_backward)
+
+void cross_entropy_forward(DType dtype, const void* scores, const int64_t* target,
+                           const void* weight, int64_t outer, int64_t classes, int64_t inner,
+                           int64_t ignore_index, double label_smoothing, bool normalize, void* loss,
+                           void* target_weight, void* log_sum_exp) {
+  SONATA_CPU_CALL(cross_entropy_forward)
+  (dtype, scores, target, weight, outer, classes, inner, ignore_index, label_smoothing, normalize,
+   loss, target_weight, log_sum_exp);
+}
+
+void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scores,
+                            const int64_t* target, const void* weight, const void* log_sum_exp,
+                            int64_t outer, int64_t classes, int64_t inner, int64_t ignore_index,
+                            double label_smoothing, bool normalize, void* grad_scores) {
+  SONATA_CPU_CALL(cross_entropy_backward)
+  (dtype, grad_loss, scores, target, weight, log_sum_exp, outer, classes, inner, ignore_index,
+   label_smoothing, normalize, grad_scores);
+}
+
 }  // namespace sonata::kernels::cpu
+#endif

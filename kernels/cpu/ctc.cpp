@@ -9,10 +9,11 @@
 #include <vector>
 
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/fast_math.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
@@ -234,4 +235,29 @@ void ctc_loss_backward(DType dtype, const void* grad_loss, const void* log_probs
   });
 }
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+SONATA_CPU_DECLARE(ctc_loss_forward)
+SONATA_CPU_DECLARE(ctc_loss_backward)
+
+void ctc_loss_forward(DType dtype, const void* log_probs, const CtcTargets& targets,
+                      const CtcProblem& problem, void* log_alpha, void* log_beta,
+                      void* neg_log_likelihood, void* loss) {
+  SONATA_CPU_CALL(ctc_loss_forward)
+  (dtype, log_probs, targets, problem, log_alpha, log_beta, neg_log_likelihood, loss);
+}
+
+void ctc_loss_backward(DType dtype, const void* grad_loss, const void* log_probs,
+                       const CtcTargets& targets, const CtcProblem& problem, const void* log_alpha,
+                       const void* log_beta, const void* neg_log_likelihood, void* grad_log_probs) {
+  SONATA_CPU_CALL(ctc_loss_backward)
+  (dtype, grad_loss, log_probs, targets, problem, log_alpha, log_beta, neg_log_likelihood,
+   grad_log_probs);
+}
+
 }  // namespace sonata::kernels::cpu
+#endif

@@ -4,9 +4,10 @@
 #include <utility>
 
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 namespace {
 
 // Below this many elements the OpenMP fork costs more than the loop.
@@ -170,4 +171,57 @@ void arange(DType dtype, void* out, int64_t n, double start, double step) {
   });
 }
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+SONATA_CPU_DECLARE(unary)
+SONATA_CPU_DECLARE(unary_grad)
+SONATA_CPU_DECLARE(binary)
+SONATA_CPU_DECLARE(compare)
+SONATA_CPU_DECLARE(where)
+SONATA_CPU_DECLARE(copy)
+SONATA_CPU_DECLARE(fill)
+SONATA_CPU_DECLARE(arange)
+
+void unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, double a, double b) {
+  SONATA_CPU_CALL(unary)(op, dtype, x, y, n, a, b);
+}
+
+void unary_grad(UnaryOp op, DType dtype, const void* grad_y, const void* x, const void* y,
+                void* grad_x, int64_t n, double a, double b) {
+  SONATA_CPU_CALL(unary_grad)(op, dtype, grad_y, x, y, grad_x, n, a, b);
+}
+
+void binary(BinaryOp op, DType dtype, const StridedLayout& layout, const void* x, const void* y,
+            void* out) {
+  SONATA_CPU_CALL(binary)(op, dtype, layout, x, y, out);
+}
+
+void compare(CompareOp op, DType dtype, const StridedLayout& layout, const void* x, const void* y,
+             bool* out) {
+  SONATA_CPU_CALL(compare)(op, dtype, layout, x, y, out);
+}
+
+void where(DType dtype, const StridedLayout& layout, const bool* cond, const void* x, const void* y,
+           void* out) {
+  SONATA_CPU_CALL(where)(dtype, layout, cond, x, y, out);
+}
+
+void copy(DType dst_dtype, DType src_dtype, const StridedLayout& layout, const void* src,
+          void* dst) {
+  SONATA_CPU_CALL(copy)(dst_dtype, src_dtype, layout, src, dst);
+}
+
+void fill(DType dtype, void* out, int64_t n, double value) {
+  SONATA_CPU_CALL(fill)(dtype, out, n, value);
+}
+
+void arange(DType dtype, void* out, int64_t n, double start, double step) {
+  SONATA_CPU_CALL(arange)(dtype, out, n, start, step);
+}
+
 }  // namespace sonata::kernels::cpu
+#endif

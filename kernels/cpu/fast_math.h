@@ -78,9 +78,14 @@ inline double exp_f64(double x) {
                    2.00000000000000000009e0;
   const double e_r = 1.0 + 2.0 * p / (q - p);
   // 2^n for n in [-1022, 1024): n = 1024 (the top of the range) is taken as 2 * 2^1023.
-  const int64_t k = int64_t(n);
-  const int64_t top = k > 1023 ? 1 : 0;
-  const uint64_t bits = uint64_t(k - top + 1023) << 52;
+  // No double -> int64 conversion (a vector one needs AVX-512DQ, and without it the CTC
+  // loops stayed scalar on AVX2): n + 1.5 * 2^52 holds n in its low mantissa bits, and
+  // shifting (those bits + 1023) up by 52 keeps exactly the biased exponent.
+  const bool top = n > 1023.0;
+  const double shifted = (top ? n - 1.0 : n) + 6755399441055744.0;  // 1.5 * 2^52
+  uint64_t bits;
+  std::memcpy(&bits, &shifted, sizeof(bits));
+  bits = (bits + 1023) << 52;
   double scale;
   std::memcpy(&scale, &bits, sizeof(scale));
   const double result = e_r * scale * (top ? 2.0 : 1.0);
@@ -93,7 +98,12 @@ inline double log_f64(double x) {
   const double scaled = tiny ? x * 18014398509481984.0 : x;  // 2^54
   uint64_t bits;
   std::memcpy(&bits, &scaled, sizeof(bits));
-  double e = double(int64_t((bits >> 52) & 0x7ff) - 1022) - (tiny ? 54.0 : 0.0);
+  // The exponent field as a double without an int64 -> double conversion (AVX-512DQ in a
+  // vector): put it in the low mantissa bits of 2^52 and subtract 2^52.
+  const uint64_t exponent_bits = 0x4330000000000000ull | ((bits >> 52) & 0x7ff);
+  double exponent;
+  std::memcpy(&exponent, &exponent_bits, sizeof(exponent));
+  double e = (exponent - 4503599627370496.0) - 1022.0 - (tiny ? 54.0 : 0.0);  // 2^52
   const uint64_t mantissa_bits = (bits & 0x000fffffffffffffull) | 0x3fe0000000000000ull;
   double m;  // in [0.5, 1)
   std::memcpy(&m, &mantissa_bits, sizeof(m));

@@ -48,7 +48,8 @@ void blas_gemm(T, const GemmShape& s, double alpha, const T* a, const T* b, doub
 }
 #endif
 
-// The AVX-512 sgemm for float; double never takes it (gemm's `packed` is false there).
+// The packed sgemm (AVX2 or AVX-512) for float; double never takes it (gemm's `packed` is false
+// there).
 void packed_gemm(const GemmShape& s, double alpha, const float* a, const float* b, double beta,
                  float* c) {
   packed_sgemm(s, float(alpha), a, b, float(beta), c);

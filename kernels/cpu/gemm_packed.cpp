@@ -5,27 +5,73 @@
 #include <cstring>
 #include <new>
 
-#if defined(__AVX512F__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 #include <omp.h>
 
-namespace sonata::kernels::cpu {
+#include "kernels/cpu/capability_region.h"
 
-#if defined(__AVX512F__)
+#if SONATA_CPU_CAPABILITY >= 1
+SONATA_CPU_BEGIN
 namespace {
 
+// Which products are worth packing: about 1 MFLOP and no dimension below the AVX-512 register
+// tile's (the AVX2 kernel takes the same ones, so that an AVX2 machine's products do not
+// depend on OpenBLAS where an AVX-512 one's do not).
+constexpr int64_t kMinRows = 8, kMinColumns = 24, kMinDepth = 16;
+constexpr int64_t kMinWork = int64_t(1) << 19;
+
+#if SONATA_CPU_CAPABILITY == 2
 // The register tile: 8 rows of C (A's values broadcast) by 48 columns (three 16-float
 // vectors of B), 24 accumulators of the 32 vector registers.
-constexpr int64_t kTileRows = 8;
-constexpr int64_t kTileColumns = 48;
-// Cache blocking, measured on the 2-core AVX-512 (Zen 5) machines: one B micro-panel
-// (kDepth x 48 floats, 36 KiB) stays in the 48 KiB L1 while the A micro-panels of a block
-// (kBlockRows x kDepth, 192 KiB) stream from L2, and a block of B (kDepth x kBlockColumns,
-// 2.3 MiB) is reused from L3 by every block of A.
-constexpr int64_t kDepth = 192;
-constexpr int64_t kBlockRows = 256;
-constexpr int64_t kBlockColumns = 3072;
+struct Isa {
+  using Vec = __m512;
+  static constexpr int64_t kWidth = 16, kVectors = 3, kRows = 8;
+  // Cache blocking, measured on the 2-core AVX-512 (Zen 5) machines: one B micro-panel
+  // (kDepth x 48 floats, 36 KiB) stays in the 48 KiB L1 while the A micro-panels of a block
+  // (kBlockRows x kDepth, 192 KiB) stream from L2, and a block of B (kDepth x kBlockColumns,
+  // 2.3 MiB) is reused from L3 by every block of A.
+  static constexpr int64_t kDepth = 192, kBlockRows = 256, kBlockColumns = 3072;
+  static Vec zero() { return _mm512_setzero_ps(); }
+  static Vec broadcast(float value) { return _mm512_set1_ps(value); }
+  static Vec load(const float* p) { return _mm512_load_ps(p); }
+  static Vec loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Vec v) { _mm512_store_ps(p, v); }
+  static void storeu(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+  static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+};
+#else
+// The register tile for the 16 ymm registers: 6 rows of C by 16 columns (two 8-float vectors
+// of B), 12 accumulators, two B vectors and one broadcast of A (BLIS's Haswell sgemm shape).
+struct Isa {
+  using Vec = __m256;
+  static constexpr int64_t kWidth = 8, kVectors = 2, kRows = 6;
+  // One B micro-panel (kDepth x 16 floats, 16 KiB) in a 32 KiB L1, the A micro-panels of a
+  // block (168 x 256, 168 KiB) in L2 (512 KiB on Zen 2/3, 1.25-2 MiB on Intel's cores), a
+  // block of B (256 x 3072, 3 MiB) in L3. A block of rows is whole tiles (168 = 28 x 6).
+  static constexpr int64_t kDepth = 256, kBlockRows = 168, kBlockColumns = 3072;
+  static Vec zero() { return _mm256_setzero_ps(); }
+  static Vec broadcast(float value) { return _mm256_set1_ps(value); }
+  static Vec load(const float* p) { return _mm256_load_ps(p); }
+  static Vec loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Vec v) { _mm256_store_ps(p, v); }
+  static void storeu(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+};
+#endif
+
+using Vec = Isa::Vec;
+constexpr int64_t kTileRows = Isa::kRows;
+constexpr int64_t kVectors = Isa::kVectors;
+constexpr int64_t kTileColumns = Isa::kWidth * kVectors;
+constexpr int64_t kDepth = Isa::kDepth;
+constexpr int64_t kBlockRows = Isa::kBlockRows;
+constexpr int64_t kBlockColumns = Isa::kBlockColumns;
+static_assert(kBlockRows % kTileRows == 0 && kBlockColumns % kTileColumns == 0);
+
 // Below this many multiply-adds per thread, waking another thread costs more than it saves.
 constexpr int64_t kWorkPerThread = int64_t(1) << 21;
 
@@ -69,7 +115,7 @@ void for_each_panel(int64_t extent, int64_t width, int64_t depth, float* out, Fi
 }
 
 // op(A)[rows, depth] starting at (row0, p0), times alpha, as panels of kTileRows rows:
-// panel r holds, for each p, its 8 rows' values together (zero past the last row).
+// panel r holds, for each p, its kTileRows rows' values together (zero past the last row).
 void pack_a(const GemmShape& s, const float* a, float alpha, int64_t row0, int64_t rows, int64_t p0,
             int64_t depth, float* out) {
   for_each_panel(rows, kTileRows, depth, out, [&](int64_t r, int64_t live, float* panel) {
@@ -89,7 +135,7 @@ void pack_a(const GemmShape& s, const float* a, float alpha, int64_t row0, int64
 }
 
 // op(B)[depth, columns] starting at (p0, column0) as panels of kTileColumns columns: panel q
-// holds, for each p, its 48 columns' values together (zero past the last column).
+// holds, for each p, its kTileColumns columns' values together (zero past the last column).
 void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64_t column0,
             int64_t columns, float* out) {
   for_each_panel(columns, kTileColumns, depth, out, [&](int64_t q, int64_t live, float* panel) {
@@ -107,50 +153,49 @@ void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64
   });
 }
 
-// C[8, 48] tile (or its top-left rows x columns) = beta * C + panel_a * panel_b over depth.
-// (Reading an unpacked B in place instead, for few rows of C, ran 2-4x slower: a tile's 192
-// rows of B lie a whole B row apart, one page and one cache set each.)
+// C[kTileRows, kTileColumns] tile (or its top-left rows x columns) = beta * C + panel_a *
+// panel_b over depth. (Reading an unpacked B in place instead, for few rows of C, ran 2-4x
+// slower: a tile's 192 rows of B lie a whole B row apart, one page and one cache set each.)
 void tile(int64_t depth, const float* panel_a, const float* panel_b, float* c, int64_t ldc,
           int64_t rows, int64_t columns, float beta) {
-  __m512 acc[kTileRows][3];
+  Vec acc[kTileRows][kVectors];
 #pragma GCC unroll 8
   for (int64_t i = 0; i < kTileRows; ++i)
 #pragma GCC unroll 3
-    for (int64_t v = 0; v < 3; ++v) acc[i][v] = _mm512_setzero_ps();
+    for (int64_t v = 0; v < kVectors; ++v) acc[i][v] = Isa::zero();
   for (int64_t p = 0; p < depth; ++p) {
-    const __m512 b0 = _mm512_load_ps(panel_b);
-    const __m512 b1 = _mm512_load_ps(panel_b + 16);
-    const __m512 b2 = _mm512_load_ps(panel_b + 32);
+    Vec b_p[kVectors];
+#pragma GCC unroll 3
+    for (int64_t v = 0; v < kVectors; ++v) b_p[v] = Isa::load(panel_b + v * Isa::kWidth);
 #pragma GCC unroll 8
     for (int64_t i = 0; i < kTileRows; ++i) {
-      const __m512 a_i = _mm512_set1_ps(panel_a[i]);
-      acc[i][0] = _mm512_fmadd_ps(a_i, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(a_i, b1, acc[i][1]);
-      acc[i][2] = _mm512_fmadd_ps(a_i, b2, acc[i][2]);
+      const Vec a_i = Isa::broadcast(panel_a[i]);
+#pragma GCC unroll 3
+      for (int64_t v = 0; v < kVectors; ++v) acc[i][v] = Isa::fmadd(a_i, b_p[v], acc[i][v]);
     }
     panel_a += kTileRows;
     panel_b += kTileColumns;
   }
   if (rows == kTileRows && columns == kTileColumns) {
-    const __m512 beta_v = _mm512_set1_ps(beta);
+    const Vec beta_v = Isa::broadcast(beta);
 #pragma GCC unroll 8
     for (int64_t i = 0; i < kTileRows; ++i) {
 #pragma GCC unroll 3
-      for (int64_t v = 0; v < 3; ++v) {
-        float* out = c + i * ldc + v * 16;
+      for (int64_t v = 0; v < kVectors; ++v) {
+        float* out = c + i * ldc + v * Isa::kWidth;
         if (beta == 0.0f)
-          _mm512_storeu_ps(out, acc[i][v]);
+          Isa::storeu(out, acc[i][v]);
         else if (beta == 1.0f)
-          _mm512_storeu_ps(out, _mm512_add_ps(_mm512_loadu_ps(out), acc[i][v]));
+          Isa::storeu(out, Isa::add(Isa::loadu(out), acc[i][v]));
         else
-          _mm512_storeu_ps(out, _mm512_fmadd_ps(beta_v, _mm512_loadu_ps(out), acc[i][v]));
+          Isa::storeu(out, Isa::fmadd(beta_v, Isa::loadu(out), acc[i][v]));
       }
     }
     return;
   }
   alignas(64) float sums[kTileRows][kTileColumns];
   for (int64_t i = 0; i < kTileRows; ++i)
-    for (int64_t v = 0; v < 3; ++v) _mm512_store_ps(&sums[i][v * 16], acc[i][v]);
+    for (int64_t v = 0; v < kVectors; ++v) Isa::store(&sums[i][v * Isa::kWidth], acc[i][v]);
   for (int64_t i = 0; i < rows; ++i) {
     float* out = c + i * ldc;
     for (int64_t j = 0; j < columns; ++j)
@@ -203,8 +248,8 @@ bool packed_sgemm_applies(const GemmShape& s) {
     const char* setting = std::getenv("SONATA_PACKED_SGEMM");
     return !setting || std::strcmp(setting, "0") != 0;
   }();
-  return enabled && s.m >= kTileRows && s.n >= kTileColumns / 2 && s.k >= 16 &&
-         s.m * s.n * s.k >= (int64_t(1) << 19);
+  return enabled && s.m >= kMinRows && s.n >= kMinColumns && s.k >= kMinDepth &&
+         s.m * s.n * s.k >= kMinWork;
 }
 
 void packed_sgemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta,
@@ -231,8 +276,11 @@ void packed_sgemm(const GemmShape& s, float alpha, const float* a, const float* 
   }
 }
 
-#else  // no AVX-512 in this build: OpenBLAS (or the built-in loop) keeps every product
+SONATA_CPU_END
 
+#else  // the baseline: OpenBLAS (or the built-in loop) keeps every product
+
+SONATA_CPU_BEGIN
 bool packed_sgemm_applies(const GemmShape&) {
   return false;
 }
@@ -240,7 +288,24 @@ bool packed_sgemm_applies(const GemmShape&) {
 void packed_sgemm(const GemmShape&, float, const float*, const float*, float, float*) {
   std::abort();  // unreachable: packed_sgemm_applies is false
 }
+SONATA_CPU_END
 
 #endif
 
+#if SONATA_CPU_ENTRY_POINTS
+namespace sonata::kernels::cpu {
+
+SONATA_CPU_DECLARE(packed_sgemm_applies)
+SONATA_CPU_DECLARE(packed_sgemm)
+
+bool packed_sgemm_applies(const GemmShape& shape) {
+  return SONATA_CPU_CALL(packed_sgemm_applies)(shape);
+}
+
+void packed_sgemm(const GemmShape& shape, float alpha, const float* a, const float* b, float beta,
+                  float* c) {
+  SONATA_CPU_CALL(packed_sgemm)(shape, alpha, a, b, beta, c);
+}
+
 }  // namespace sonata::kernels::cpu
+#endif

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-namespace sonata::kernels::cpu {
+#include "kernels/cpu/capability_region.h"
+
+SONATA_CPU_BEGIN
 namespace {
 
 // Below this many multiply-adds a single thread is faster than waking the others.
@@ -27,9 +29,15 @@ void scale_row(T* row, int64_t count, T beta) {
 // Rows and columns of C one register tile holds through the whole k loop: 8 x 32 floats
 // are 16 AVX-512 registers, leaving room for B's row and A's broadcasts. (The previous
 // form added each row of B into C in memory, two L1 accesses per multiply-add: the LSTM
-// step's [8 x 256] x [256 x 1024] ran at half this speed.)
+// step's [8 x 256] x [256 x 1024] ran at half this speed.) AVX2 has 16 registers of 8
+// floats: 6 x 16 floats are 12 of them (the packed sgemm's AVX2 tile; not yet timed here).
+#if SONATA_CPU_CAPABILITY == 1
+constexpr int64_t kTileRows = 6;
+constexpr int64_t kTileColumns = 16;
+#else
 constexpr int64_t kTileRows = 8;
 constexpr int64_t kTileColumns = 32;
+#endif
 
 // C[kRows, kTileColumns] = beta * C + A_rows B over the whole k, accumulated in registers.
 // `a_rows` is [kRows x k] dense (alpha applied); `b` points at B(0, j0).
@@ -174,4 +182,34 @@ template void skinny_gemm<float>(const GemmShape&, float, const float*, const fl
 template void skinny_gemm<double>(const GemmShape&, double, const double*, const double*, double,
                                   double*);
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+#define SONATA_SKINNY_DECLARE(ns)                                                          \
+  namespace ns {                                                                           \
+  decltype(::sonata::kernels::cpu::skinny_gemm_applies) skinny_gemm_applies;               \
+  template <typename T>                                                                    \
+  void skinny_gemm(const GemmShape& shape, T alpha, const T* a, const T* b, T beta, T* c); \
+  }
+SONATA_CPU_FOR_EACH_NS(SONATA_SKINNY_DECLARE)
+#undef SONATA_SKINNY_DECLARE
+
+bool skinny_gemm_applies(const GemmShape& shape) {
+  return SONATA_CPU_CALL(skinny_gemm_applies)(shape);
+}
+
+template <typename T>
+void skinny_gemm(const GemmShape& shape, T alpha, const T* a, const T* b, T beta, T* c) {
+  SONATA_CPU_CALL(skinny_gemm<T>)(shape, alpha, a, b, beta, c);
+}
+
+template void skinny_gemm<float>(const GemmShape&, float, const float*, const float*, float,
+                                 float*);
+template void skinny_gemm<double>(const GemmShape&, double, const double*, const double*, double,
+                                  double*);
+
 }  // namespace sonata::kernels::cpu
+#endif

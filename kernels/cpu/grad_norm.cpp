@@ -5,9 +5,10 @@
 
 #include "base/nvtx.h"
 #include "kernels/common/multi_tensor.h"
+#include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 namespace {
 
 // Below this many elements the OpenMP fork costs more than the loop.
@@ -61,4 +62,30 @@ void scale_tensors(DType dtype, void* const* tensors, const int64_t* numels, int
   });
 }
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+SONATA_CPU_DECLARE(squared_norm_partials)
+SONATA_CPU_DECLARE(clip_coefficient)
+SONATA_CPU_DECLARE(scale_tensors)
+
+void squared_norm_partials(DType dtype, const void* const* tensors, const int64_t* numels,
+                           int64_t count, double* partials) {
+  SONATA_CPU_CALL(squared_norm_partials)(dtype, tensors, numels, count, partials);
+}
+
+void clip_coefficient(const double* partials, int64_t partial_count, double max_norm,
+                      double* result) {
+  SONATA_CPU_CALL(clip_coefficient)(partials, partial_count, max_norm, result);
+}
+
+void scale_tensors(DType dtype, void* const* tensors, const int64_t* numels, int64_t count,
+                   const double* factor) {
+  SONATA_CPU_CALL(scale_tensors)(dtype, tensors, numels, count, factor);
+}
+
 }  // namespace sonata::kernels::cpu
+#endif

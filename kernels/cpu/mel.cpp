@@ -9,18 +9,12 @@
 
 #include "base/error.h"
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 namespace {
 
 constexpr int64_t kLanes = StftPlan::kLanes;
-
-// Slaney's scale (librosa / torchaudio): linear below 1 kHz at 200/3 Hz per mel, logarithmic
-// above with 27 mels per factor 6.4.
-constexpr double kSlaneyHzPerMel = 200.0 / 3.0;
-constexpr double kSlaneyKneeHz = 1000.0;
-constexpr double kSlaneyKneeMel = kSlaneyKneeHz / kSlaneyHzPerMel;
-const double kSlaneyLogStep = std::log(6.4) / 27.0;
 
 // Natural log of kLanes floats in one vectorised loop (glibc's logf is scalar without
 // -ffast-math, and took a third of the front end's time). Cephes' logf: x = m 2^e with m in
@@ -120,6 +114,52 @@ void mel_block(const StftPlan& plan, const MelBands& bands, const float* samples
 
 }  // namespace
 
+void mel_spectrogram_batch(const StftPlan& plan, const MelBands& bands, const float* const* samples,
+                           const int64_t* lengths, int64_t clips, float power,
+                           const MelOutput& output, float* const* outs) {
+  SONATA_NVTX_RANGE("sonata::cpu::mel_spectrogram");
+  SONATA_CHECK(bands.n_freqs == plan.bins(), "mel_spectrogram: a filterbank of ", bands.n_freqs,
+               " bins does not fit n_fft ", plan.config().n_fft);
+  // Every (clip, block) pair, in order.
+  std::vector<int64_t> first_task(size_t(clips + 1), 0);
+  for (int64_t c = 0; c < clips; ++c) {
+    SONATA_CHECK(stft_length_ok(plan.config(), lengths[c]), "mel_spectrogram: clip ", c, " of ",
+                 lengths[c], " samples gives no frame for n_fft ", plan.config().n_fft);
+    const int64_t blocks = (plan.frames(lengths[c]) + kLanes - 1) / kLanes;
+    first_task[size_t(c + 1)] = first_task[size_t(c)] + blocks;
+  }
+  const int64_t tasks = first_task.back();
+#pragma omp parallel if (tasks > 1)
+  {
+    BlockBuffers buffers(plan, bands);
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t c =
+          std::upper_bound(first_task.begin(), first_task.end(), task) - first_task.begin() - 1;
+      const int64_t frames = plan.frames(lengths[c]);
+      const int64_t first = (task - first_task[size_t(c)]) * kLanes;
+      mel_block(plan, bands, samples[c], lengths[c], frames, first,
+                std::min(kLanes, frames - first), power, output, outs[c], buffers);
+    }
+  }
+}
+
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The filterbank's construction runs once; only the spectrogram is compiled per capability.
+namespace sonata::kernels::cpu {
+namespace {
+
+// Slaney's scale (librosa / torchaudio): linear below 1 kHz at 200/3 Hz per mel, logarithmic
+// above with 27 mels per factor 6.4.
+constexpr double kSlaneyHzPerMel = 200.0 / 3.0;
+constexpr double kSlaneyKneeHz = 1000.0;
+constexpr double kSlaneyKneeMel = kSlaneyKneeHz / kSlaneyHzPerMel;
+const double kSlaneyLogStep = std::log(6.4) / 27.0;
+
+}  // namespace
+
 double hz_to_mel(double hz, MelScale scale) {
   if (scale == MelScale::htk) return 2595.0 * std::log10(1.0 + hz / 700.0);
   if (hz < kSlaneyKneeHz) return hz / kSlaneyHzPerMel;
@@ -178,34 +218,13 @@ void mel_spectrogram(const StftPlan& plan, const MelBands& bands, const float* s
   mel_spectrogram_batch(plan, bands, &samples, &length, 1, power, output, &out);
 }
 
+SONATA_CPU_DECLARE(mel_spectrogram_batch)
+
 void mel_spectrogram_batch(const StftPlan& plan, const MelBands& bands, const float* const* samples,
                            const int64_t* lengths, int64_t clips, float power,
                            const MelOutput& output, float* const* outs) {
-  SONATA_NVTX_RANGE("sonata::cpu::mel_spectrogram");
-  SONATA_CHECK(bands.n_freqs == plan.bins(), "mel_spectrogram: a filterbank of ", bands.n_freqs,
-               " bins does not fit n_fft ", plan.config().n_fft);
-  // Every (clip, block) pair, in order.
-  std::vector<int64_t> first_task(size_t(clips + 1), 0);
-  for (int64_t c = 0; c < clips; ++c) {
-    SONATA_CHECK(stft_length_ok(plan.config(), lengths[c]), "mel_spectrogram: clip ", c, " of ",
-                 lengths[c], " samples gives no frame for n_fft ", plan.config().n_fft);
-    const int64_t blocks = (plan.frames(lengths[c]) + kLanes - 1) / kLanes;
-    first_task[size_t(c + 1)] = first_task[size_t(c)] + blocks;
-  }
-  const int64_t tasks = first_task.back();
-#pragma omp parallel if (tasks > 1)
-  {
-    BlockBuffers buffers(plan, bands);
-#pragma omp for schedule(static)
-    for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t c =
-          std::upper_bound(first_task.begin(), first_task.end(), task) - first_task.begin() - 1;
-      const int64_t frames = plan.frames(lengths[c]);
-      const int64_t first = (task - first_task[size_t(c)]) * kLanes;
-      mel_block(plan, bands, samples[c], lengths[c], frames, first,
-                std::min(kLanes, frames - first), power, output, outs[c], buffers);
-    }
-  }
+  SONATA_CPU_CALL(mel_spectrogram_batch)(plan, bands, samples, lengths, clips, power, output, outs);
 }
 
 }  // namespace sonata::kernels::cpu
+#endif

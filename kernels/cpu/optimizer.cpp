@@ -4,9 +4,10 @@
 
 #include "base/error.h"
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 namespace {
 
 // Below this many elements the OpenMP fork costs more than the loop.
@@ -129,4 +130,24 @@ void adam_step(DType dtype, const AdamTensors* tensors, int64_t count, const Ada
   });
 }
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+SONATA_CPU_DECLARE(sgd_step)
+SONATA_CPU_DECLARE(adam_step)
+
+void sgd_step(DType dtype, const SgdTensors* tensors, int64_t count, const SgdHyper& hyper,
+              const GradScaling& scaling) {
+  SONATA_CPU_CALL(sgd_step)(dtype, tensors, count, hyper, scaling);
+}
+
+void adam_step(DType dtype, const AdamTensors* tensors, int64_t count, const AdamHyper& hyper,
+               const GradScaling& scaling) {
+  SONATA_CPU_CALL(adam_step)(dtype, tensors, count, hyper, scaling);
+}
+
 }  // namespace sonata::kernels::cpu
+#endif

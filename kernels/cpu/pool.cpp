@@ -5,9 +5,10 @@
 #include <limits>
 
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 namespace {
 
 constexpr int64_t kParallelMin = int64_t(1) << 14;
@@ -145,4 +146,34 @@ void adaptive_avg_pool2d_backward(DType dtype, const Pool2dShape& s, const void*
   });
 }
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+SONATA_CPU_DECLARE(max_pool2d)
+SONATA_CPU_DECLARE(max_pool2d_backward)
+SONATA_CPU_DECLARE(adaptive_avg_pool2d)
+SONATA_CPU_DECLARE(adaptive_avg_pool2d_backward)
+
+void max_pool2d(DType dtype, const Pool2dShape& shape, const void* x, void* y, int64_t* indices) {
+  SONATA_CPU_CALL(max_pool2d)(dtype, shape, x, y, indices);
+}
+
+void max_pool2d_backward(DType dtype, const Pool2dShape& shape, const void* grad_y,
+                         const int64_t* indices, void* grad_x) {
+  SONATA_CPU_CALL(max_pool2d_backward)(dtype, shape, grad_y, indices, grad_x);
+}
+
+void adaptive_avg_pool2d(DType dtype, const Pool2dShape& shape, const void* x, void* y) {
+  SONATA_CPU_CALL(adaptive_avg_pool2d)(dtype, shape, x, y);
+}
+
+void adaptive_avg_pool2d_backward(DType dtype, const Pool2dShape& shape, const void* grad_y,
+                                  void* grad_x) {
+  SONATA_CPU_CALL(adaptive_avg_pool2d_backward)(dtype, shape, grad_y, grad_x);
+}
+
 }  // namespace sonata::kernels::cpu
+#endif

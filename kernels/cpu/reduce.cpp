@@ -3,9 +3,10 @@
 #include <cmath>
 
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 namespace {
 
 template <typename A>
@@ -71,4 +72,24 @@ void max_with_index(DType dtype, const void* in, void* values, int64_t* indices,
   });
 }
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+SONATA_CPU_DECLARE(reduce)
+SONATA_CPU_DECLARE(max_with_index)
+
+void reduce(ReduceOp op, DType dtype, const void* in, void* out, int64_t outer, int64_t n,
+            int64_t inner) {
+  SONATA_CPU_CALL(reduce)(op, dtype, in, out, outer, n, inner);
+}
+
+void max_with_index(DType dtype, const void* in, void* values, int64_t* indices, int64_t outer,
+                    int64_t n, int64_t inner) {
+  SONATA_CPU_CALL(max_with_index)(dtype, in, values, indices, outer, n, inner);
+}
+
 }  // namespace sonata::kernels::cpu
+#endif

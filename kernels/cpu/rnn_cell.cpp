@@ -4,10 +4,11 @@
 #include <cmath>
 
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/fast_math.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 namespace {
 
 // Float cells (f32, and f16 / bf16 computing in f32) use the vectorisable forms; f64, the
@@ -204,4 +205,48 @@ void gru_cell_backward(DType dtype, int64_t batch, int64_t hidden, const void* g
   });
 }
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+SONATA_CPU_DECLARE(lstm_cell_forward)
+SONATA_CPU_DECLARE(lstm_cell_backward)
+SONATA_CPU_DECLARE(gru_cell_forward)
+SONATA_CPU_DECLARE(gru_cell_backward)
+
+void lstm_cell_forward(DType dtype, int64_t batch, int64_t hidden, const void* gates_x,
+                       const void* gates_h, const void* h_prev, const void* c_prev,
+                       const int64_t* lengths, int64_t step, void* h, void* c) {
+  SONATA_CPU_CALL(lstm_cell_forward)
+  (dtype, batch, hidden, gates_x, gates_h, h_prev, c_prev, lengths, step, h, c);
+}
+
+void lstm_cell_backward(DType dtype, int64_t batch, int64_t hidden, const void* gates_x,
+                        const void* gates_h, const void* c_prev, const int64_t* lengths,
+                        int64_t step, const void* grad_h, const void* grad_c, void* grad_gates,
+                        void* grad_h_prev, void* grad_c_prev) {
+  SONATA_CPU_CALL(lstm_cell_backward)
+  (dtype, batch, hidden, gates_x, gates_h, c_prev, lengths, step, grad_h, grad_c, grad_gates,
+   grad_h_prev, grad_c_prev);
+}
+
+void gru_cell_forward(DType dtype, int64_t batch, int64_t hidden, const void* gates_x,
+                      const void* gates_h, const void* h_prev, const int64_t* lengths, int64_t step,
+                      void* h) {
+  SONATA_CPU_CALL(gru_cell_forward)
+  (dtype, batch, hidden, gates_x, gates_h, h_prev, lengths, step, h);
+}
+
+void gru_cell_backward(DType dtype, int64_t batch, int64_t hidden, const void* gates_x,
+                       const void* gates_h, const void* h_prev, const int64_t* lengths,
+                       int64_t step, const void* grad_h, void* grad_gates_x, void* grad_gates_h,
+                       void* grad_h_prev) {
+  SONATA_CPU_CALL(gru_cell_backward)
+  (dtype, batch, hidden, gates_x, gates_h, h_prev, lengths, step, grad_h, grad_gates_x,
+   grad_gates_h, grad_h_prev);
+}
+
 }  // namespace sonata::kernels::cpu
+#endif

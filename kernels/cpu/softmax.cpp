@@ -4,9 +4,10 @@
 #include <limits>
 
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 
 void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, int64_t n,
              int64_t inner) {
@@ -69,4 +70,24 @@ void softmax_backward(DType dtype, bool log, const void* grad_y, const void* y, 
   });
 }
 
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The public functions: each runs the active capability's copy.
+namespace sonata::kernels::cpu {
+
+SONATA_CPU_DECLARE(softmax)
+SONATA_CPU_DECLARE(softmax_backward)
+
+void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, int64_t n,
+             int64_t inner) {
+  SONATA_CPU_CALL(softmax)(dtype, log, in, out, outer, n, inner);
+}
+
+void softmax_backward(DType dtype, bool log, const void* grad_y, const void* y, void* grad_x,
+                      int64_t outer, int64_t n, int64_t inner) {
+  SONATA_CPU_CALL(softmax_backward)(dtype, log, grad_y, y, grad_x, outer, n, inner);
+}
+
 }  // namespace sonata::kernels::cpu
+#endif

@@ -7,17 +7,24 @@
 
 #include "base/error.h"
 #include "base/nvtx.h"
+#include "kernels/cpu/capability_region.h"
 
-namespace sonata::kernels::cpu {
+SONATA_CPU_BEGIN
 namespace {
 
 constexpr int64_t kLanes = StftPlan::kLanes;
 // One float per frame of a block: GCC and clang turn each operator into one (AVX-512) or a
 // few vector instructions. may_alias: the gather writes the same memory as floats. V is
 // passed by reference, never by value, so no function's calling convention depends on the
-// ISA (GCC's -Wpsabi note without AVX-512).
-typedef float V __attribute__((vector_size(kLanes * sizeof(float)), __may_alias__));
+// ISA (GCC's -Wpsabi note without AVX-512). aligned: GCC aligns a vector type to at most the
+// ISA's register size *where the alignment is asked*, so inside this AVX2 region V was 32-byte
+// aligned while std::vector<Complex>'s allocator (a header template, baseline) took it for
+// 16 and allocated on 16 bytes: the aligned loads faulted. One explicit alignment for all.
+typedef float V __attribute__((vector_size(kLanes * sizeof(float)), aligned(kLanes * sizeof(float)),
+                               __may_alias__));
 constexpr int64_t kAlign = alignof(V) / sizeof(float);
+// StftPlan::workspace_floats (the baseline compile) leaves room for this alignment.
+static_assert(kAlign == StftPlan::kLanes);
 
 struct Complex {
   V re, im;
@@ -99,24 +106,6 @@ void butterfly_direct(Complex* a, int64_t radix, const float* roots, Complex* ou
   std::copy(out, out + radix, a);
 }
 
-// Radix 4 first (fewest passes over the data), then 2, 3, 5, then whatever primes remain.
-std::vector<int64_t> factorise(int64_t n) {
-  std::vector<int64_t> radices;
-  for (const int64_t radix : {4, 2, 3, 5}) {
-    while (n % radix == 0) {
-      radices.push_back(radix);
-      n /= radix;
-    }
-  }
-  for (int64_t p = 7; n > 1; p += 2) {
-    while (n % p == 0) {
-      radices.push_back(p);
-      n /= p;
-    }
-  }
-  return radices;
-}
-
 // One Stockham pass (Govindaraju et al. 2008): y[(j / span) * span * R + j % span + q * span]
 // = DFT_R over r of x[j + r * n / R] * w^{r (j % span)}, w = e^{-2 pi i / (span R)}.
 template <int64_t R>
@@ -166,6 +155,164 @@ inline void store_power(float* out, const V& squared, float power) {
   }
 }
 
+// Windowed frames into lanes: re[n * kLanes + lane], im likewise (packed: even and odd
+// samples; else the samples and zeros).
+void gather(const StftPlan& plan, const float* samples, int64_t length, int64_t first,
+            int64_t count, float* re, float* im, float* edge) {
+  const StftPlan::Tables& t = plan.tables();
+  const StftConfig& config = plan.config();
+  const int64_t n_fft = config.n_fft;
+  const int64_t pad = config.center ? n_fft / 2 : 0;
+  const float* window = t.window.data();
+  for (int64_t lane = 0; lane < kLanes; ++lane) {
+    float* out_re = re + lane;
+    float* out_im = im + lane;
+    if (lane >= count) {
+      for (int64_t n = 0; n < t.size; ++n) out_re[n * kLanes] = out_im[n * kLanes] = 0.0f;
+      continue;
+    }
+    const int64_t start = (first + lane) * config.hop_length - pad;
+    const float* x = samples + start;
+    if (start < 0 || start + n_fft > length) {
+      // An edge frame: built with its padding first.
+      for (int64_t n = 0; n < n_fft; ++n) {
+        int64_t at = start + n;
+        if (config.padding == StftPadding::reflect) {
+          if (at < 0) at = -at;
+          if (at >= length) at = 2 * (length - 1) - at;
+          edge[n] = samples[at];
+        } else {
+          edge[n] = at < 0 || at >= length ? 0.0f : samples[at];
+        }
+      }
+      x = edge;
+    }
+    if (t.packed) {
+      for (int64_t n = 0; n < t.size; ++n) {
+        out_re[n * kLanes] = x[2 * n] * window[2 * n];
+        out_im[n * kLanes] = x[2 * n + 1] * window[2 * n + 1];
+      }
+    } else {
+      for (int64_t n = 0; n < t.size; ++n) {
+        out_re[n * kLanes] = x[n] * window[n];
+        out_im[n * kLanes] = 0.0f;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// StftPlan::power_block's passes.
+void stft_power_block(const StftPlan& plan, const float* samples, int64_t length, int64_t first,
+                      int64_t count, float power, float* block, float* workspace) {
+  const StftPlan::Tables& t = plan.tables();
+  float* aligned =
+      workspace +
+      (kAlign - (reinterpret_cast<uintptr_t>(workspace) / sizeof(float)) % kAlign) % kAlign;
+  V* re = reinterpret_cast<V*>(aligned);
+  V* im = re + t.size;
+  V* re2 = im + t.size;
+  V* im2 = re2 + t.size;
+  gather(plan, samples, length, first, count, reinterpret_cast<float*>(re),
+         reinterpret_cast<float*>(im), reinterpret_cast<float*>(im2 + t.size));
+
+  for (const StftPlan::Stage& stage : t.stages) {
+    const float* w = t.twiddles.data() + stage.twiddles;
+    const float* roots = t.roots.data() + stage.roots;
+    switch (stage.radix) {
+      case 2:
+        stockham_pass<2>(t.size, stage.span, w, re, im, re2, im2, 2, roots);
+        break;
+      case 3:
+        stockham_pass<3>(t.size, stage.span, w, re, im, re2, im2, 3, roots);
+        break;
+      case 4:
+        stockham_pass<4>(t.size, stage.span, w, re, im, re2, im2, 4, roots);
+        break;
+      case 5:
+        stockham_pass<5>(t.size, stage.span, w, re, im, re2, im2, 5, roots);
+        break;
+      default:
+        stockham_pass<0>(t.size, stage.span, w, re, im, re2, im2, stage.radix, roots);
+    }
+    std::swap(re, re2);
+    std::swap(im, im2);
+  }
+
+  if (!t.packed) {
+    for (int64_t k = 0; k < plan.bins(); ++k)
+      store_power(block + k * kLanes, re[k] * re[k] + im[k] * im[k], power);
+    return;
+  }
+  // Z = FFT(x_even + i x_odd): X[k] = E[k] + e^{-2 pi i k / N} O[k], with
+  // E = (Z[k] + conj Z[M-k]) / 2 and O = (Z[k] - conj Z[M-k]) / 2i.
+  const int64_t m = t.size;
+  const V sum0 = re[0] + im[0], difference0 = re[0] - im[0];
+  store_power(block, sum0 * sum0, power);
+  store_power(block + m * kLanes, difference0 * difference0, power);
+  for (int64_t k = 1; k < m; ++k) {
+    const V ar = re[k], ai = im[k], br = re[m - k], bi = -im[m - k];
+    const V er = (ar + br) * 0.5f, ei = (ai + bi) * 0.5f;
+    const V or_ = (ai - bi) * 0.5f, oi = (br - ar) * 0.5f;
+    const float c = t.unpack[size_t(2 * k)], s = t.unpack[size_t(2 * k + 1)];
+    const V xr = er + or_ * c - oi * s;
+    const V xi = ei + or_ * s + oi * c;
+    store_power(block + k * kLanes, xr * xr + xi * xi, power);
+  }
+}
+
+void power_spectrogram(const StftPlan& plan, const float* samples, int64_t length, float power,
+                       float* out) {
+  SONATA_NVTX_RANGE("sonata::cpu::power_spectrogram");
+  SONATA_CHECK(stft_length_ok(plan.config(), length), "power_spectrogram: a clip of ", length,
+               " samples gives no frame for n_fft ", plan.config().n_fft);
+  const int64_t frames = plan.frames(length), bins = plan.bins();
+  const int64_t blocks = (frames + kLanes - 1) / kLanes;
+#pragma omp parallel if (blocks > 1)
+  {
+    std::vector<float> workspace(size_t(plan.workspace_floats()));
+    std::vector<float> block(size_t(bins * kLanes));
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t first = b * kLanes, count = std::min(kLanes, frames - first);
+      stft_power_block(plan, samples, length, first, count, power, block.data(), workspace.data());
+      for (int64_t k = 0; k < bins; ++k)
+        std::copy(block.data() + k * kLanes, block.data() + k * kLanes + count,
+                  out + k * frames + first);
+    }
+  }
+}
+
+SONATA_CPU_END
+
+#if SONATA_CPU_ENTRY_POINTS
+// The plan is built once; its passes and the spectrogram are compiled per capability.
+namespace sonata::kernels::cpu {
+namespace {
+
+constexpr int64_t kLanes = StftPlan::kLanes;
+// stft_power_block aligns its workspace to its vectors, at most kLanes floats.
+constexpr int64_t kAlign = kLanes;
+
+// Radix 4 first (fewest passes over the data), then 2, 3, 5, then whatever primes remain.
+std::vector<int64_t> factorise(int64_t n) {
+  std::vector<int64_t> radices;
+  for (const int64_t radix : {4, 2, 3, 5}) {
+    while (n % radix == 0) {
+      radices.push_back(radix);
+      n /= radix;
+    }
+  }
+  for (int64_t p = 7; n > 1; p += 2) {
+    while (n % p == 0) {
+      radices.push_back(p);
+      n /= p;
+    }
+  }
+  return radices;
+}
+
 }  // namespace
 
 int64_t stft_frame_count(const StftConfig& config, int64_t length) {
@@ -188,167 +335,60 @@ void hann_window(int64_t win_length, int64_t n_fft, bool periodic, float* out) {
         win_length == 1 ? 1.0f : float(0.5 - 0.5 * std::cos(2 * std::numbers::pi * n / period));
 }
 
-StftPlan::StftPlan(const StftConfig& config, const float* window)
-    : config_(config),
-      size_(config.n_fft % 2 == 0 ? config.n_fft / 2 : config.n_fft),
-      packed_(config.n_fft % 2 == 0),
-      window_(window, window + config.n_fft) {
+StftPlan::StftPlan(const StftConfig& config, const float* window) : config_(config) {
   SONATA_CHECK(config.n_fft >= 2 && config.hop_length >= 1,
                "stft: n_fft must be at least 2 and hop_length positive (got ", config.n_fft, ", ",
                config.hop_length, ")");
+  tables_.size = config.n_fft % 2 == 0 ? config.n_fft / 2 : config.n_fft;
+  tables_.packed = config.n_fft % 2 == 0;
+  tables_.window.assign(window, window + config.n_fft);
   int64_t span = 1;
-  for (const int64_t radix : factorise(size_)) {
-    Stage stage{radix, span, int64_t(twiddles_.size()), int64_t(roots_.size())};
+  for (const int64_t radix : factorise(tables_.size)) {
+    Stage stage{radix, span, int64_t(tables_.twiddles.size()), int64_t(tables_.roots.size())};
     // Twiddles in double, rounded once: the FFT's error then grows only with its passes.
     for (int64_t k = 0; k < span; ++k) {
       for (int64_t r = 1; r < radix; ++r) {
         const double angle = -2 * std::numbers::pi * double(r * k) / double(span * radix);
-        twiddles_.push_back(float(std::cos(angle)));
-        twiddles_.push_back(float(std::sin(angle)));
+        tables_.twiddles.push_back(float(std::cos(angle)));
+        tables_.twiddles.push_back(float(std::sin(angle)));
       }
     }
     if (radix > 5) {
       for (int64_t q = 0; q < radix; ++q) {
         const double angle = -2 * std::numbers::pi * double(q) / double(radix);
-        roots_.push_back(float(std::cos(angle)));
-        roots_.push_back(float(std::sin(angle)));
+        tables_.roots.push_back(float(std::cos(angle)));
+        tables_.roots.push_back(float(std::sin(angle)));
       }
     }
-    stages_.push_back(stage);
+    tables_.stages.push_back(stage);
     span *= radix;
   }
-  for (int64_t k = 0; k <= size_; ++k) {
+  for (int64_t k = 0; k <= tables_.size; ++k) {
     const double angle = -2 * std::numbers::pi * double(k) / double(config.n_fft);
-    unpack_.push_back(float(std::cos(angle)));
-    unpack_.push_back(float(std::sin(angle)));
+    tables_.unpack.push_back(float(std::cos(angle)));
+    tables_.unpack.push_back(float(std::sin(angle)));
   }
 }
 
 int64_t StftPlan::workspace_floats() const {
-  return 4 * size_ * kLanes + config_.n_fft + kAlign;
+  return 4 * tables_.size * kLanes + config_.n_fft + kAlign;
 }
 
-// Windowed frames into lanes: re[n * kLanes + lane], im likewise (packed: even and odd
-// samples; else the samples and zeros).
-void StftPlan::gather(const float* samples, int64_t length, int64_t first, int64_t count, float* re,
-                      float* im, float* edge) const {
-  const int64_t n_fft = config_.n_fft;
-  const int64_t pad = config_.center ? n_fft / 2 : 0;
-  const float* window = window_.data();
-  for (int64_t lane = 0; lane < kLanes; ++lane) {
-    float* out_re = re + lane;
-    float* out_im = im + lane;
-    if (lane >= count) {
-      for (int64_t n = 0; n < size_; ++n) out_re[n * kLanes] = out_im[n * kLanes] = 0.0f;
-      continue;
-    }
-    const int64_t start = (first + lane) * config_.hop_length - pad;
-    const float* x = samples + start;
-    if (start < 0 || start + n_fft > length) {
-      // An edge frame: built with its padding first.
-      for (int64_t n = 0; n < n_fft; ++n) {
-        int64_t at = start + n;
-        if (config_.padding == StftPadding::reflect) {
-          if (at < 0) at = -at;
-          if (at >= length) at = 2 * (length - 1) - at;
-          edge[n] = samples[at];
-        } else {
-          edge[n] = at < 0 || at >= length ? 0.0f : samples[at];
-        }
-      }
-      x = edge;
-    }
-    if (packed_) {
-      for (int64_t n = 0; n < size_; ++n) {
-        out_re[n * kLanes] = x[2 * n] * window[2 * n];
-        out_im[n * kLanes] = x[2 * n + 1] * window[2 * n + 1];
-      }
-    } else {
-      for (int64_t n = 0; n < size_; ++n) {
-        out_re[n * kLanes] = x[n] * window[n];
-        out_im[n * kLanes] = 0.0f;
-      }
-    }
-  }
-}
+using StftPowerBlock = void(const StftPlan& plan, const float* samples, int64_t length,
+                            int64_t first, int64_t count, float power, float* block,
+                            float* workspace);
+SONATA_CPU_DECLARE_AS(stft_power_block, StftPowerBlock)
+SONATA_CPU_DECLARE(power_spectrogram)
 
 void StftPlan::power_block(const float* samples, int64_t length, int64_t first, int64_t count,
                            float power, float* block, float* workspace) const {
-  float* aligned =
-      workspace +
-      (kAlign - (reinterpret_cast<uintptr_t>(workspace) / sizeof(float)) % kAlign) % kAlign;
-  V* re = reinterpret_cast<V*>(aligned);
-  V* im = re + size_;
-  V* re2 = im + size_;
-  V* im2 = re2 + size_;
-  gather(samples, length, first, count, reinterpret_cast<float*>(re), reinterpret_cast<float*>(im),
-         reinterpret_cast<float*>(im2 + size_));
-
-  for (const Stage& stage : stages_) {
-    const float* w = twiddles_.data() + stage.twiddles;
-    const float* roots = roots_.data() + stage.roots;
-    switch (stage.radix) {
-      case 2:
-        stockham_pass<2>(size_, stage.span, w, re, im, re2, im2, 2, roots);
-        break;
-      case 3:
-        stockham_pass<3>(size_, stage.span, w, re, im, re2, im2, 3, roots);
-        break;
-      case 4:
-        stockham_pass<4>(size_, stage.span, w, re, im, re2, im2, 4, roots);
-        break;
-      case 5:
-        stockham_pass<5>(size_, stage.span, w, re, im, re2, im2, 5, roots);
-        break;
-      default:
-        stockham_pass<0>(size_, stage.span, w, re, im, re2, im2, stage.radix, roots);
-    }
-    std::swap(re, re2);
-    std::swap(im, im2);
-  }
-
-  if (!packed_) {
-    for (int64_t k = 0; k < bins(); ++k)
-      store_power(block + k * kLanes, re[k] * re[k] + im[k] * im[k], power);
-    return;
-  }
-  // Z = FFT(x_even + i x_odd): X[k] = E[k] + e^{-2 pi i k / N} O[k], with
-  // E = (Z[k] + conj Z[M-k]) / 2 and O = (Z[k] - conj Z[M-k]) / 2i.
-  const int64_t m = size_;
-  const V sum0 = re[0] + im[0], difference0 = re[0] - im[0];
-  store_power(block, sum0 * sum0, power);
-  store_power(block + m * kLanes, difference0 * difference0, power);
-  for (int64_t k = 1; k < m; ++k) {
-    const V ar = re[k], ai = im[k], br = re[m - k], bi = -im[m - k];
-    const V er = (ar + br) * 0.5f, ei = (ai + bi) * 0.5f;
-    const V or_ = (ai - bi) * 0.5f, oi = (br - ar) * 0.5f;
-    const float c = unpack_[size_t(2 * k)], s = unpack_[size_t(2 * k + 1)];
-    const V xr = er + or_ * c - oi * s;
-    const V xi = ei + or_ * s + oi * c;
-    store_power(block + k * kLanes, xr * xr + xi * xi, power);
-  }
+  SONATA_CPU_CALL(stft_power_block)(*this, samples, length, first, count, power, block, workspace);
 }
 
 void power_spectrogram(const StftPlan& plan, const float* samples, int64_t length, float power,
                        float* out) {
-  SONATA_NVTX_RANGE("sonata::cpu::power_spectrogram");
-  SONATA_CHECK(stft_length_ok(plan.config(), length), "power_spectrogram: a clip of ", length,
-               " samples gives no frame for n_fft ", plan.config().n_fft);
-  const int64_t frames = plan.frames(length), bins = plan.bins();
-  const int64_t blocks = (frames + kLanes - 1) / kLanes;
-#pragma omp parallel if (blocks > 1)
-  {
-    std::vector<float> workspace(size_t(plan.workspace_floats()));
-    std::vector<float> block(size_t(bins * kLanes));
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t first = b * kLanes, count = std::min(kLanes, frames - first);
-      plan.power_block(samples, length, first, count, power, block.data(), workspace.data());
-      for (int64_t k = 0; k < bins; ++k)
-        std::copy(block.data() + k * kLanes, block.data() + k * kLanes + count,
-                  out + k * frames + first);
-    }
-  }
+  SONATA_CPU_CALL(power_spectrogram)(plan, samples, length, power, out);
 }
 
 }  // namespace sonata::kernels::cpu
+#endif

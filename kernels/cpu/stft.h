@@ -58,24 +58,28 @@ class StftPlan {
   void power_block(const float* samples, int64_t length, int64_t first, int64_t count, float power,
                    float* block, float* workspace) const;
 
- private:
+  // The factorisation and tables, read by the FFT passes (kernels/cpu/stft.cpp, compiled
+  // once per CPU capability).
   struct Stage {
     int64_t radix;
     int64_t span;      // product of the radices of the stages before
-    int64_t twiddles;  // offset in twiddles_
-    int64_t roots;     // offset in roots_ (direct-DFT radices only)
+    int64_t twiddles;  // offset in twiddles
+    int64_t roots;     // offset in roots (direct-DFT radices only)
   };
-  void gather(const float* samples, int64_t length, int64_t first, int64_t count, float* re,
-              float* im, float* edge) const;
+  struct Tables {
+    int64_t size = 0;     // complex FFT length: n_fft / 2 when packed, else n_fft
+    bool packed = false;  // even n_fft: two real samples per complex one
+    std::vector<float> window;
+    std::vector<Stage> stages;
+    std::vector<float> twiddles;  // (re, im) pairs: per stage, per k < span, per 1 <= r < radix
+    std::vector<float> roots;     // (re, im) of e^{-2 pi i q / p} for the direct-DFT radices
+    std::vector<float> unpack;    // (re, im) of e^{-2 pi i k / n_fft}, k <= size
+  };
+  const Tables& tables() const { return tables_; }
 
+ private:
   StftConfig config_;
-  int64_t size_;  // complex FFT length: n_fft / 2 when packed, else n_fft
-  bool packed_;   // even n_fft: two real samples per complex one
-  std::vector<float> window_;
-  std::vector<Stage> stages_;
-  std::vector<float> twiddles_;  // (re, im) pairs: per stage, per k < span, per 1 <= r < radix
-  std::vector<float> roots_;     // (re, im) of e^{-2 pi i q / p} for the direct-DFT radices
-  std::vector<float> unpack_;    // (re, im) of e^{-2 pi i k / n_fft}, k <= size_
+  Tables tables_;
 };
 
 // [bins, frames] power spectrogram of one clip (torchaudio's layout), OpenMP over frame blocks.

@@ -1,6 +1,6 @@
-// The hand-written CPU GEMMs (few-rows / short-inner, and the packed AVX-512 sgemm) against a
-// double-precision triple loop, for every transposition, padded leading dimensions, edge
-// tiles and blocks, and each kind of beta.
+// The hand-written CPU GEMMs (few-rows / short-inner, and the packed AVX2 and AVX-512 sgemms)
+// against a double-precision triple loop, for every transposition, padded leading dimensions,
+// edge tiles and blocks, and each kind of beta; at every CPU capability this machine has.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/capability.h"
 #include "kernels/cpu/gemm_packed.h"
 #include "kernels/cpu/gemm_skinny.h"
 
@@ -18,6 +19,14 @@ using namespace sonata::kernels::cpu;
 namespace {
 
 enum class Kernel { skinny, packed };
+
+// The capabilities this CPU can run, each as its own SECTION-like pass.
+std::vector<Capability> runnable_capabilities() {
+  std::vector<Capability> runnable;
+  for (const Capability c : {Capability::baseline, Capability::avx2, Capability::avx512})
+    if (capability_supported(c)) runnable.push_back(c);
+  return runnable;
+}
 
 template <typename T>
 void check_case(Kernel kernel, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
@@ -85,13 +94,17 @@ TEST_CASE("skinny GEMM matches a triple loop in every layout", "[ops][linalg][ge
   // Few rows (incl. past one column block), short inner dimension, and both at once.
   const std::vector<Dims> dims = {{1, 1, 1},   {8, 1030, 37},   {3, 2500, 300}, {16, 17, 1000},
                                   {40, 33, 8}, {100, 1100, 16}, {5, 6, 3}};
-  for (const Dims& d : dims)
-    for (bool trans_a : {false, true})
-      for (bool trans_b : {false, true})
-        for (double beta : {0.0, 1.0, -0.5}) {
-          check_case<double>(Kernel::skinny, d.m, d.n, d.k, trans_a, trans_b, beta, 1e-13);
-          check_case<float>(Kernel::skinny, d.m, d.n, d.k, trans_a, trans_b, beta, 2e-5);
-        }
+  for (const Capability capability : runnable_capabilities()) {
+    const ScopedCapability scoped(capability);
+    INFO("capability " << capability_name(capability));
+    for (const Dims& d : dims)
+      for (bool trans_a : {false, true})
+        for (bool trans_b : {false, true})
+          for (double beta : {0.0, 1.0, -0.5}) {
+            check_case<double>(Kernel::skinny, d.m, d.n, d.k, trans_a, trans_b, beta, 1e-13);
+            check_case<float>(Kernel::skinny, d.m, d.n, d.k, trans_a, trans_b, beta, 2e-5);
+          }
+  }
 }
 
 TEST_CASE("skinny GEMM leaves large products to BLAS", "[ops][linalg][gemm]") {
@@ -109,38 +122,46 @@ TEST_CASE("skinny GEMM leaves large products to BLAS", "[ops][linalg][gemm]") {
 TEST_CASE("packed sgemm matches a triple loop in every layout", "[ops][linalg][gemm]") {
   GemmShape probe;
   probe.m = 64, probe.n = 64, probe.k = 256;
-  if (!packed_sgemm_applies(probe)) {
-    WARN("this build has no AVX-512 sgemm (no AVX-512, or SONATA_PACKED_SGEMM=0): skipped");
-    return;
-  }
   struct Dims {
     int64_t m, n, k;
   };
-  // Whole tiles; ragged tiles in m, n and k; past one block of rows (256), of columns (3072)
-  // and of depth (192, several slices so beta applies once); tall-narrow and short-wide C,
-  // which the threads split along different sides.
-  const std::vector<Dims> dims = {{64, 96, 192}, {13, 50, 17},    {300, 100, 400},
-                                  {9, 3100, 40}, {520, 24, 200},  {33, 47, 1000},
-                                  {8, 48, 16},   {257, 3073, 193}};
-  for (const Dims& d : dims)
-    for (bool trans_a : {false, true})
-      for (bool trans_b : {false, true})
-        for (double beta : {0.0, 1.0, -0.5})
-          check_case<float>(Kernel::packed, d.m, d.n, d.k, trans_a, trans_b, beta,
-                            2e-6 * std::sqrt(double(d.k)));
+  // Whole tiles; ragged tiles in m, n and k; past one block of rows (AVX-512 256, AVX2 168),
+  // of columns (3072) and of depth (192 / 256, several slices so beta applies once);
+  // tall-narrow and short-wide C, which the threads split along different sides.
+  const std::vector<Dims> dims = {{64, 96, 192}, {13, 50, 17},     {300, 100, 400},
+                                  {9, 3100, 40}, {520, 24, 200},   {33, 47, 1000},
+                                  {8, 48, 16},   {257, 3073, 193}, {170, 40, 257}};
+  int tested = 0;
+  for (const Capability capability : runnable_capabilities()) {
+    const ScopedCapability scoped(capability);
+    // The baseline has no packed sgemm; SONATA_PACKED_SGEMM=0 turns them all off.
+    if (!packed_sgemm_applies(probe)) continue;
+    INFO("capability " << capability_name(capability));
+    ++tested;
+    for (const Dims& d : dims)
+      for (bool trans_a : {false, true})
+        for (bool trans_b : {false, true})
+          for (double beta : {0.0, 1.0, -0.5})
+            check_case<float>(Kernel::packed, d.m, d.n, d.k, trans_a, trans_b, beta,
+                              2e-6 * std::sqrt(double(d.k)));
+  }
+  if (tested == 0)
+    WARN("no packed sgemm at any capability here (no AVX2, or SONATA_PACKED_SGEMM=0): skipped");
 }
 
 TEST_CASE("packed sgemm takes only products large enough to repay packing", "[ops][linalg][gemm]") {
-  GemmShape s;
-  s.m = 64, s.n = 64, s.k = 256;
-  const bool available = packed_sgemm_applies(s);
-  if (!available) WARN("this build has no AVX-512 sgemm: only the refusals are checked");
-  s.m = 4;  // fewer rows than a register tile
-  CHECK_FALSE(packed_sgemm_applies(s));
-  s.m = 64, s.k = 8;
-  CHECK_FALSE(packed_sgemm_applies(s));
-  s.k = 256, s.n = 8;
-  CHECK_FALSE(packed_sgemm_applies(s));
-  s.m = 16, s.n = 24, s.k = 16;  // too little work
-  CHECK_FALSE(packed_sgemm_applies(s));
+  for (const Capability capability : runnable_capabilities()) {
+    const ScopedCapability scoped(capability);
+    INFO("capability " << capability_name(capability));
+    GemmShape s;
+    s.m = 64, s.n = 64, s.k = 256;
+    s.m = 4;  // fewer rows than a register tile
+    CHECK_FALSE(packed_sgemm_applies(s));
+    s.m = 64, s.k = 8;
+    CHECK_FALSE(packed_sgemm_applies(s));
+    s.k = 256, s.n = 8;
+    CHECK_FALSE(packed_sgemm_applies(s));
+    s.m = 16, s.n = 24, s.k = 16;  // too little work
+    CHECK_FALSE(packed_sgemm_applies(s));
+  }
 }
