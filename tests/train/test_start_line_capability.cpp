@@ -10,8 +10,8 @@
 #include "tests/support/letters_corpus.h"
 #include "tests/support/stdout_capture.h"
 #include "tests/support/tiny_ds2.h"
-#include "tools/trainer/speech_task.h"
-#include "tools/trainer/train_loop.h"
+#include "train/tasks/speech_task.h"
+#include "train/train_loop.h"
 
 using namespace sonata;
 using namespace sonata::testing;
