@@ -33,6 +33,9 @@
 
 namespace sonata::emu::exec {
 
+// __ldg's record for the read-only rule (emu/exec/read_only.h).
+void note_read_only_load(const void* address, size_t bytes, const void* pc);
+
 enum class BarrierKind : int { sync, count, any, all };
 enum class WarpOp : int { sync, shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all };
 
@@ -138,7 +141,8 @@ inline void __trap(SONATA_EMU_SITE) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Memory: fences are real fences; __ldg is a plain load (the executor checks it like any).
+// Memory: fences are real fences; __ldg is a plain load that also records its bytes for the
+// read-only rule (emu/exec/read_only.h), then is checked like any load.
 
 inline void __threadfence() {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -151,6 +155,7 @@ inline void __threadfence_system() {
 }
 template <typename T>
 __inline__ __attribute__((always_inline)) T __ldg(const T* pointer) {
+  sonata::emu::exec::note_read_only_load(pointer, sizeof(T), __builtin_return_address(0));
   return *pointer;
 }
 

@@ -2,6 +2,7 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 #include "emu/exec/executor.h"
+#include "emu/exec/read_only.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -521,6 +522,7 @@ void run_grid(const GridLaunch& launch) {
   h.faulted = false;
   init_shared_memory();
   reset_access_cache();
+  reset_read_only();
   t_grid_dim = launch.grid;
   t_block_dim = launch.block;
   Rng rng{launch.seed};

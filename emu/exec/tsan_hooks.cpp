@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "emu/exec/executor.h"
+#include "emu/exec/read_only.h"
 #include "emu/exec/shared_memory.h"
 #include "emu/runtime/memory_map.h"
 
@@ -92,6 +93,8 @@ inline __attribute__((always_inline)) void access(const void* address, size_t by
                                                   const void* pc) {
   if (!t_in_kernel || bytes == 0) return;
   const uintptr_t a = reinterpret_cast<uintptr_t>(address);
+  if (write && t_read_only_used && in_device_arena(address))
+    note_write_after_read_only(a, bytes, pc);
   if (cached(a, bytes)) return;
   if (maybe_shared(a) &&
       shared_access(a, bytes, write ? SharedAccess::write : SharedAccess::read, pc))
@@ -105,6 +108,7 @@ inline __attribute__((always_inline)) void atomic_access(const volatile void* ad
   if (!t_in_kernel) return;
   const void* p = const_cast<const void*>(address);
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (writes && t_read_only_used && in_device_arena(p)) note_write_after_read_only(a, bytes, pc);
   if (cached(a, bytes)) return;
   if (maybe_shared(a) &&
       shared_access(a, bytes, reads ? SharedAccess::atomic : SharedAccess::write, pc))

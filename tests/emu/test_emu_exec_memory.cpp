@@ -71,3 +71,27 @@ TEST_CASE("emu exec: a fault stops the rest of the grid", "[emu][exec]") {
   cudaFree(counter);
   cudaFree(small);
 }
+
+TEST_CASE("emu exec: __ldg of memory the same kernel writes is caught", "[emu][exec][defect]") {
+  // The read-only data cache is for data read-only for the whole kernel; an in-place map
+  // loading through it may read stale values on a card (sonata's [gpu] review, item 8).
+  float* in = device_copy(std::vector<float>(256, 3.0f));
+  float* out = device_array<float>(256);
+  const Outcome good = run([&] { return ldg_double(in, out, false); });
+  CHECK(good.sync == cudaSuccess);
+  CHECK(good.message.empty());
+  CHECK(host_copy(out, 256) == std::vector<float>(256, 6.0f));
+  const Outcome in_place = run([&] { return ldg_double(in, in, false); });
+  CHECK(in_place.sync == cudaErrorLaunchFailure);
+  CHECK_THAT(in_place.message,
+             Catch::Contains("ldgcheck: global write to memory this kernel loaded with __ldg"));
+  CHECK_THAT(in_place.message, Catch::Contains("in kernel ldg_double_kernel"));
+  // The other order: a thread's __ldg of an element another thread already wrote.
+  float* shared_buffer = device_copy(std::vector<float>(256, 3.0f));
+  const Outcome after_write = run([&] { return ldg_double(shared_buffer, shared_buffer, true); });
+  CHECK(after_write.sync == cudaErrorLaunchFailure);
+  CHECK_THAT(after_write.message, Catch::Contains("ldgcheck: "));
+  const Outcome separate = run([&] { return ldg_double(in, out, true); });
+  CHECK(separate.sync == cudaSuccess);
+  for (float* buffer : {in, out, shared_buffer}) cudaFree(buffer);
+}

@@ -14,6 +14,10 @@ cudaError_t scale(float* x, int n, float factor, dim3 grid, dim3 block);
 // Memory checks.
 cudaError_t write_index(int* out, int n, bool guard, dim3 grid, dim3 block);  // oob when !guard
 cudaError_t copy(const float* in, float* out, int n);                         // 1 block of n
+// out[i] = 2 * __ldg(&in[i]) over 4 blocks of 64 (n = 256): in == out breaks the read-only
+// rule. With `write_first`, every thread first writes out[i] and, after a barrier, loads its
+// neighbour's element through __ldg (the load after the write).
+cudaError_t ldg_double(const float* in, float* out, bool write_first);
 // Shared memory.
 cudaError_t neighbour_swap(const float* in, float* out, bool barrier);  // 1 block of 64
 cudaError_t shared_same_word(int* out, bool only_thread0);              // 1 block of 64
