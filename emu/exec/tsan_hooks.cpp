@@ -77,9 +77,8 @@ __attribute__((noinline)) void check_global(const void* address, size_t bytes, A
       const uintptr_t granule = a >> kGranuleShift;
       const bool completes = ((a + bytes) & ((uintptr_t(1) << kGranuleShift) - 1)) == 0;
       if ((kind == AccessKind::read || completes) && (a + bytes - 1) >> kGranuleShift == granule &&
-          check_access(reinterpret_cast<const void*>(granule << kGranuleShift),
-                       size_t(1) << kGranuleShift, AccessKind::read)
-                  .verdict == AccessVerdict::ok)
+          readable(reinterpret_cast<const void*>(granule << kGranuleShift), size_t(1)
+                                                                                << kGranuleShift))
         t_granules[granule % kCacheEntries] = granule;
       return;
     }

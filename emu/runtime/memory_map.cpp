@@ -68,4 +68,13 @@ AccessCheck check_access(const void* address, size_t bytes, AccessKind kind) {
   return check;
 }
 
+bool readable(const void* address, size_t bytes) {
+  ExecLock lock;
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  const Block* block = find_block(address);
+  if (!block || !block->live) return false;
+  const size_t offset = at - block->base;
+  return offset + bytes <= block->size && all_initialised(*block, offset, bytes);
+}
+
 }  // namespace sonata::emu

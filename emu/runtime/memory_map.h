@@ -28,6 +28,12 @@ struct AccessCheck {
 // outside_device_memory: the caller decides whether that is legal (a kernel's own stack is).
 AccessCheck check_access(const void* address, size_t bytes, AccessKind kind);
 
+// Whether a read of `bytes` at `address` would pass (live, in bounds, initialised), with no
+// side effect and no message: the executor's probe of a whole granule for its cache, which
+// fails often (a granule past a buffer's end, an output not yet written), so building
+// check_access's message for it dominated the emulated tests' time.
+bool readable(const void* address, size_t bytes);
+
 // Whether `address` lies in the device arena (where cudaMalloc'd memory lives); cheap, for
 // the executor's fast path.
 bool in_device_arena(const void* address);

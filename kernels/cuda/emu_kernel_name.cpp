@@ -4,12 +4,14 @@
 
 #include <cxxabi.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -54,12 +56,41 @@ uintptr_t main_program_bias() {
   return bias;
 }
 
+// A file mapped read-only (empty when it cannot be).
+class MappedFile {
+ public:
+  explicit MappedFile(const char* path) {
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat info {};
+    if (fstat(fd, &info) == 0 && info.st_size > 0) {
+      void* pages = mmap(nullptr, size_t(info.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (pages != MAP_FAILED) {
+        data_ = static_cast<const char*>(pages);
+        size_ = size_t(info.st_size);
+      }
+    }
+    close(fd);
+  }
+  ~MappedFile() {
+    if (data_) munmap(const_cast<char*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // Every function symbol of /proc/self/exe, by run-time address.
 std::map<uintptr_t, std::string> read_function_symbols() {
   std::map<uintptr_t, std::string> symbols;
-  std::ifstream file("/proc/self/exe", std::ios::binary);
-  const std::vector<char> image((std::istreambuf_iterator<char>(file)),
-                                std::istreambuf_iterator<char>());
+  // Mapped, not read: a test binary with debug lines is hundreds of MiB, and every test
+  // process names its kernels; only the section headers and the symbol tables are touched.
+  const MappedFile image("/proc/self/exe");
   if (image.size() < sizeof(Elf64_Ehdr)) return symbols;
   const auto* header = reinterpret_cast<const Elf64_Ehdr*>(image.data());
   if (header->e_shoff == 0 || header->e_shoff + header->e_shnum * sizeof(Elf64_Shdr) > image.size())
