@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/math_mode.h"
 #include "comm/nccl_group.h"
 #include "engine/device.h"
 #include "engine/random.h"
@@ -63,6 +64,8 @@ TEST_CASE("trainer --device cuda under mpiexec: data parallel over NCCL trains a
     WARN("one device per rank needed; skipped with " << cuda_device_count());
     return;
   }
+  // fp32's rounding on both devices (TF32 convolutions, the default, drift by 1e-3).
+  const Tf32ModeGuard fp32_rounding(Tf32Mode::off);
   const std::string folder = job_folder("nccl_ddp");
   const std::string corpus = rank_corpus_folder(folder, world.rank());
   const TrainerOptions options = tiny_run(corpus);
@@ -100,6 +103,8 @@ TEST_CASE("trainer --device cuda --pipeline-stages 2 trains what one process on 
     WARN("one device per rank needed; skipped with " << cuda_device_count());
     return;
   }
+  // fp32's rounding: the two runs may choose different convolution algorithms.
+  const Tf32ModeGuard fp32_rounding(Tf32Mode::off);
   const std::string folder = job_folder("nccl_pipeline");
   const std::string corpus = rank_corpus_folder(folder, world.rank());
   TrainerOptions options = tiny_run(corpus);
