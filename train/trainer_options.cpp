@@ -122,9 +122,10 @@ void TrainerOptions::check() const {
   for (const auto& [key, value] : model_config) {
     bool taken = false;
     for (const ModelOption& option : entry->options) taken |= option.key == key;
-    SONATA_CHECK(taken, "--", key, " is an option of ",
-                 name_list(names_of(models_taking(key)), " and "), ", not of ", model,
-                 "; drop it or change --model");
+    const std::vector<std::string> takers = names_of(models_taking(key));
+    SONATA_CHECK(taken || takers.empty(), "--", key, " is an option of ",
+                 name_list(takers, " and "), ", not of ", model, "; drop it or change --model");
+    SONATA_CHECK(taken, "--", key, " is no model's option (models/registry.cpp)");
   }
   const bool speech = entry->family == ModelFamily::speech;
   const bool images = entry->family == ModelFamily::image_classifier;

@@ -46,6 +46,9 @@ TEST_CASE("trainer: --model and the models' flags come from the registry", "[tra
           "--class-balanced applies to image classifiers only (--model vgg19_bn or vgg16_bn)");
   refused({"--model", "vgg11_bn", "--train", "a.tsv"},
           "--model must be ds2, vgg19_bn or vgg16_bn, got 'vgg11_bn'");
+  TrainerOptions unknown = parse_command_line({"--train", "a.tsv"});
+  unknown.model_config["depth"] = "11";
+  CHECK_THROWS_WITH(unknown.check(), Contains("--depth is no model's option"));
   // The options of vgg16_bn's family apply to it as to vgg19_bn.
   parse_command_line({"--model", "vgg16_bn", "--class-balanced", "--brightness", "0.2",
                       "--features", "cqt", "--train", "a.tsv"})
