@@ -220,4 +220,16 @@ std::shared_ptr<Module> make_ds2(const ModelConfig& config) {
   return std::make_shared<Ds2>(options);
 }
 
+std::vector<ModelOption> ds2_model_options() {
+  const Ds2Options ds2;
+  const auto bit = [](bool value) { return value ? "1" : "0"; };
+  return {{"conv-channels", str(ds2.conv_channels)},
+          {"hidden", str(ds2.hidden)},
+          {"layers", str(ds2.layers)},
+          {"rnn", str("lstm | gru; ", ds2.rnn == RnnKind::gru ? "gru" : "lstm")},
+          {"bidirectional", str("0 | 1; ", bit(ds2.bidirectional))},
+          {"merge", str("concat | sum; ", ds2.sum_directions ? "sum" : "concat")},
+          {"seq-batch-norm", str("0 | 1; ", bit(ds2.seq_batch_norm))}};
+}
+
 }  // namespace sonata

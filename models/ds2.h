@@ -26,6 +26,7 @@
 #include "engine/nn/module.h"
 #include "models/layers/batch_rnn.h"
 #include "models/layers/linear.h"
+#include "models/model_family.h"
 #include "models/registry.h"
 
 namespace sonata {
@@ -42,26 +43,24 @@ struct Ds2Options {
   bool seq_batch_norm = false;
 };
 
-struct Ds2Output {
-  Tensor output;          // [T', N, C]: log-probabilities, or logits from forward_logits
-  Tensor output_lengths;  // i64 CPU [N]: each sample's valid frames of the output
-};
+using Ds2Output = SpeechOutput;
 
-class Ds2 : public Module {
+// A model of the speech family (models/model_family.h).
+class Ds2 : public SpeechModel {
  public:
   explicit Ds2(const Ds2Options& options);
   // Log-probabilities [T', N, C], every sample taken as full length.
   Tensor forward(const Tensor& x) override;
   // x [N, 1, T, F]; lengths i64 or i32 [N] with values in [0, T] (undefined: all T).
   // Runs every layer of layers().
-  Ds2Output forward(const Tensor& x, const Tensor& lengths);
+  Ds2Output forward(const Tensor& x, const Tensor& lengths) override;
   // The same before log_softmax, for ctc_loss_from_logits: every layer but the last, then
   // the last one's Linear without its normalisation.
-  Ds2Output forward_logits(const Tensor& x, const Tensor& lengths);
+  Ds2Output forward_logits(const Tensor& x, const Tensor& lengths) override;
 
   // Output frames for `frames` input frames: each conv's
   // floor((L + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1 along time.
-  int64_t output_frames(int64_t frames) const;
+  int64_t output_frames(int64_t frames) const override;
   const Ds2Options& options() const { return options_; }
   // The model as its ordered layers, cut between blocks: each conv block ("conv.0-2",
   // "conv.3-5"; the first checks the input and makes the lengths explicit, the second turns
@@ -69,9 +68,7 @@ class Ds2 : public Module {
   // stack ("rnn") or each of its layers ("rnns.k"), then fc with log_softmax. Run on
   // {x, lengths} they are forward(x, lengths); a pipeline stage runs a range of them. They
   // refer to this model.
-  const LayerSequence& layers() const { return layers_; }
-  // The same layers, under the name the pipeline runtime and benchmarks use.
-  LayerSequence pipeline_layers() const { return layers_; }
+  const LayerSequence& layers() const override { return layers_; }
 
  private:
   LayerSequence make_layers();
@@ -90,5 +87,8 @@ class Ds2 : public Module {
 // hidden, layers, rnn (lstm | gru), bidirectional (0 | 1), merge (concat | sum),
 // seq-batch-norm (0 | 1).
 std::shared_ptr<Module> make_ds2(const ModelConfig& config);
+// The options a user sets (the task sets num-mels and num-classes), with Ds2Options' defaults,
+// for the registry's row.
+std::vector<ModelOption> ds2_model_options();
 
 }  // namespace sonata

@@ -1,7 +1,6 @@
 #include "models/registry.h"
 
 #include <charconv>
-#include <functional>
 
 #include "base/error.h"
 #include "models/ds2.h"
@@ -10,19 +9,52 @@
 namespace sonata {
 namespace {
 
-using Factory = std::function<std::shared_ptr<Module>(const ModelConfig&)>;
-
 // One explicit table: static self-registration would be dropped by the linker from a
-// static library.
-const std::vector<std::pair<std::string, Factory>>& factories() {
-  static const std::vector<std::pair<std::string, Factory>> table = {
-      {"vgg19_bn", [](const ModelConfig& c) { return make_vgg19_bn(c); }},
-      {"ds2", [](const ModelConfig& c) { return make_ds2(c); }},
+// static library. --help lists the models in this order.
+std::vector<ModelEntry> make_registry() {
+  return {
+      {"ds2", ModelFamily::speech, "models/ds2.h", "DeepSpeech2, CTC", ds2_model_options(),
+       make_ds2},
+      {"vgg19_bn", ModelFamily::image_classifier, "models/vgg.h", "torchvision's, 16 convs",
+       vgg_model_options(), make_vgg19_bn},
+      {"vgg16_bn", ModelFamily::image_classifier, "models/vgg.h", "torchvision's, 13 convs",
+       vgg_model_options(), make_vgg16_bn},
   };
-  return table;
+}
+
+// The model built by `name`'s row, as its family's interface.
+template <typename Family>
+std::shared_ptr<Family> make_of_family(const std::string& name, const ModelConfig& config,
+                                       ModelFamily family) {
+  const ModelEntry& entry = model_entry(name);
+  SONATA_CHECK(entry.family == family, "model ", name, " (", family_name(entry.family),
+               ") is not of the ", family_name(family), " family (that is ",
+               name_list(model_names(family)), ")");
+  auto model = std::dynamic_pointer_cast<Family>(entry.factory(config));
+  SONATA_CHECK(model, "model ", name, " is registered as of the ", family_name(family),
+               " family but does not derive from its interface (models/model_family.h)");
+  return model;
 }
 
 }  // namespace
+
+const std::vector<ModelEntry>& model_registry() {
+  static const std::vector<ModelEntry> registry = make_registry();
+  return registry;
+}
+
+const ModelEntry* find_model(const std::string& name) {
+  for (const ModelEntry& entry : model_registry())
+    if (entry.name == name) return &entry;
+  return nullptr;
+}
+
+const ModelEntry& model_entry(const std::string& name) {
+  const ModelEntry* entry = find_model(name);
+  if (!entry)
+    throw Error(str("unknown model '", name, "' (known: ", name_list(model_names(), ", "), ")"));
+  return *entry;
+}
 
 int64_t ModelConfig::get_int(const std::string& key, int64_t fallback) const {
   auto it = values_.find(key);
@@ -75,17 +107,38 @@ void ModelConfig::check_keys(const std::string& model,
 }
 
 std::shared_ptr<Module> make_model(const std::string& name, const ModelConfig& config) {
-  for (const auto& [model, factory] : factories())
-    if (model == name) return factory(config);
-  std::string names;
-  for (const std::string& n : model_names()) names += (names.empty() ? "" : ", ") + n;
-  throw Error(str("unknown model '", name, "' (known: ", names, ")"));
+  return model_entry(name).factory(config);
+}
+
+std::shared_ptr<SpeechModel> make_speech_model(const std::string& name, const ModelConfig& config) {
+  return make_of_family<SpeechModel>(name, config, ModelFamily::speech);
+}
+
+std::shared_ptr<ImageClassifier> make_image_classifier(const std::string& name,
+                                                       const ModelConfig& config) {
+  return make_of_family<ImageClassifier>(name, config, ModelFamily::image_classifier);
 }
 
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
-  for (const auto& [model, factory] : factories()) names.push_back(model);
+  for (const ModelEntry& entry : model_registry()) names.push_back(entry.name);
   return names;
+}
+
+std::vector<std::string> model_names(ModelFamily family) {
+  std::vector<std::string> names;
+  for (const ModelEntry& entry : model_registry())
+    if (entry.family == family) names.push_back(entry.name);
+  return names;
+}
+
+std::string name_list(const std::vector<std::string>& names, const char* last) {
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? last : ", ";
+    text += names[i];
+  }
+  return text;
 }
 
 }  // namespace sonata

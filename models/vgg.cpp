@@ -13,9 +13,17 @@
 namespace sonata {
 namespace {
 
-// Configuration "E": channel counts, 0 marks a 2x2 max pool.
-constexpr int64_t kVgg19[] = {64,  64,  0,   128, 128, 0,   256, 256, 256, 256, 0,
-                              512, 512, 512, 512, 0,   512, 512, 512, 512, 0};
+// torchvision's configurations: channel counts, 0 marks a 2x2 max pool. "D" (VGG16) has one
+// conv fewer than "E" (VGG19) in each of the last three stages.
+const std::vector<int64_t> kVgg16 = {64, 64,  0,   128, 128, 0,   256, 256, 256,
+                                     0,  512, 512, 512, 0,   512, 512, 512, 0};
+const std::vector<int64_t> kVgg19 = {64,  64,  0,   128, 128, 0,   256, 256, 256, 256, 0,
+                                     512, 512, 512, 512, 0,   512, 512, 512, 512, 0};
+
+const std::vector<int64_t>& configuration(int64_t depth) {
+  SONATA_CHECK(depth == 16 || depth == 19, "vgg: depth must be 16 or 19, got ", depth);
+  return depth == 16 ? kVgg16 : kVgg19;
+}
 
 int64_t scaled(int64_t channels, double width) {
   return std::max<int64_t>(1, int64_t(std::lround(double(channels) * width)));
@@ -24,14 +32,15 @@ int64_t scaled(int64_t channels, double width) {
 }  // namespace
 
 Vgg::Vgg(const VggOptions& options) : options_(options) {
-  SONATA_CHECK(options.num_classes > 0, "vgg19_bn: --num-classes must be positive");
-  SONATA_CHECK(options.in_channels > 0, "vgg19_bn: --in-channels must be positive");
-  SONATA_CHECK(options.width > 0, "vgg19_bn: --width must be positive");
-  SONATA_CHECK(options.dropout >= 0 && options.dropout < 1,
-               "vgg19_bn: --dropout must be in [0, 1)");
+  const std::vector<int64_t>& entries = configuration(options.depth);
+  SONATA_CHECK(options.num_classes > 0, name(), ": --num-classes must be positive");
+  SONATA_CHECK(options.in_channels > 0, name(), ": --in-channels must be positive");
+  SONATA_CHECK(options.width > 0, name(), ": --width must be positive");
+  SONATA_CHECK(options.dropout >= 0 && options.dropout < 1, name(),
+               ": --dropout must be in [0, 1)");
   features_ = register_module("features", std::make_shared<Sequential>());
   int64_t channels = options.in_channels;
-  for (int64_t entry : kVgg19) {
+  for (int64_t entry : entries) {
     if (entry == 0) {
       features_->push_back(
           std::make_shared<MaxPool2d>(std::array<int64_t, 2>{2, 2}, std::array<int64_t, 2>{2, 2}));
@@ -68,6 +77,10 @@ Vgg::Vgg(const VggOptions& options) : options_(options) {
   layers_ = make_layers();
 }
 
+std::string Vgg::name() const {
+  return str("vgg", options_.depth, "_bn");
+}
+
 Tensor Vgg::forward(const Tensor& x) {
   return run_layers(layers_, {0, layers_.size()}, {x, Tensor()}).x;
 }
@@ -90,8 +103,8 @@ LayerSequence Vgg::make_layers() {
     layer.forward = [this, first, bn, block, opens](const LayerValue& in) {
       Tensor x = in.x;
       if (opens) {
-        SONATA_CHECK(x.dim() == 4 && x.shape()[1] == options_.in_channels,
-                     "vgg19_bn: expected input [N, ", options_.in_channels, ", H, W], got ",
+        SONATA_CHECK(x.dim() == 4 && x.shape()[1] == options_.in_channels, name(),
+                     ": expected input [N, ", options_.in_channels, ", H, W], got ",
                      shape_str(x.shape()));
         if (options_.channels_last) x = to_channels_last(x);
       }
@@ -123,10 +136,13 @@ LayerSequence Vgg::make_layers() {
   return layers;
 }
 
-std::shared_ptr<Module> make_vgg19_bn(const ModelConfig& config) {
-  config.check_keys("vgg19_bn",
-                    {"num-classes", "in-channels", "width", "dropout", "channels-last"});
+namespace {
+
+std::shared_ptr<Module> make_vgg(const ModelConfig& config, int64_t depth) {
   VggOptions options;
+  options.depth = depth;
+  config.check_keys(str("vgg", depth, "_bn"),
+                    {"num-classes", "in-channels", "width", "dropout", "channels-last"});
   options.num_classes = config.get_int("num-classes", options.num_classes);
   options.in_channels = config.get_int("in-channels", options.in_channels);
   options.width = config.get_double("width", options.width);
@@ -135,6 +151,24 @@ std::shared_ptr<Module> make_vgg19_bn(const ModelConfig& config) {
       config.get_choice("channels-last", options.channels_last ? "true" : "false",
                         {"false", "true"}) == "true";
   return std::make_shared<Vgg>(options);
+}
+
+}  // namespace
+
+std::shared_ptr<Module> make_vgg19_bn(const ModelConfig& config) {
+  return make_vgg(config, 19);
+}
+
+std::shared_ptr<Module> make_vgg16_bn(const ModelConfig& config) {
+  return make_vgg(config, 16);
+}
+
+std::vector<ModelOption> vgg_model_options() {
+  const VggOptions vgg;
+  return {{"width", str("channel multiplier; ", vgg.width)},
+          {"dropout", str(vgg.dropout)},
+          {"in-channels", str(vgg.in_channels)},
+          {"channels-last", str("true | false; ", vgg.channels_last ? "true" : "false")}};
 }
 
 }  // namespace sonata

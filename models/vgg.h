@@ -1,17 +1,21 @@
 #pragma once
-// torchvision's VGG19_BN (configuration "E" with batch norm): 16 conv layers of 3x3 with BN
-// and ReLU in five stages split by 2x2 max pooling, AdaptiveAvgPool2d(7, 7), and a
-// 4096-4096-num_classes classifier with dropout. State-dict names match torchvision's, so
-// its ImageNet weights load unchanged.
+// torchvision's VGG with batch norm: VGG19_BN (configuration "E": 16 conv layers) or VGG16_BN
+// ("D": 13 conv layers), each conv 3x3 with BN and ReLU, in five stages split by 2x2 max
+// pooling, then AdaptiveAvgPool2d(7, 7) and a 4096-4096-num_classes classifier with dropout.
+// State-dict names match torchvision's, so its ImageNet weights load unchanged.
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/nn/layer_sequence.h"
 #include "engine/nn/module.h"
+#include "models/model_family.h"
 #include "models/registry.h"
 
 namespace sonata {
 
 struct VggOptions {
+  int64_t depth = 19;  // weight layers: 19 (configuration "E") or 16 ("D")
   int64_t num_classes = 1000;
   int64_t in_channels = 3;
   double width = 1.0;  // channel and hidden-size multiplier, for small CPU runs
@@ -21,7 +25,8 @@ struct VggOptions {
   bool channels_last = false;
 };
 
-class Vgg : public Module {
+// A model of the image-classifier family (models/model_family.h).
+class Vgg : public ImageClassifier {
  public:
   explicit Vgg(const VggOptions& options);
   // Runs every layer of layers().
@@ -32,9 +37,9 @@ class Vgg : public Module {
   // channels-last when asked), each max pool, the average pool with the flatten
   // ("avgpool"), then each classifier module. A pipeline stage runs a range of them. They
   // refer to this model.
-  const LayerSequence& layers() const { return layers_; }
-  // The same layers, under the name the pipeline runtime and benchmarks use.
-  LayerSequence pipeline_layers() const { return layers_; }
+  const LayerSequence& layers() const override { return layers_; }
+  // "vgg19_bn" | "vgg16_bn": the registry's name, for messages.
+  std::string name() const;
 
  private:
   LayerSequence make_layers();
@@ -49,5 +54,9 @@ class Vgg : public Module {
 // Options from the registry's strings: num-classes, in-channels, width, dropout,
 // channels-last (true | false).
 std::shared_ptr<Module> make_vgg19_bn(const ModelConfig& config);
+std::shared_ptr<Module> make_vgg16_bn(const ModelConfig& config);
+// The options a user sets (the task sets num-classes), with VggOptions' defaults, for the
+// registry's rows.
+std::vector<ModelOption> vgg_model_options();
 
 }  // namespace sonata

@@ -1,5 +1,5 @@
 // classify: each audio track's top classes (its slices voted) from a checkpoint `trainer`
-// wrote for vgg19_bn.
+// wrote for an image classifier (vgg19_bn, vgg16_bn: that family in models/registry.cpp).
 //   classify --checkpoint runs/genre/best [--top-k 3] [--device cpu] track.wav ...
 // See tools/inference/commands.h for the output.
 #include <iostream>

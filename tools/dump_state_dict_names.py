@@ -20,6 +20,7 @@ def dump(model, path):
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures"
     dump(torchvision.models.vgg19_bn(num_classes=16), f"{folder}/vgg19_bn_16.state_dict.txt")
+    dump(torchvision.models.vgg16_bn(num_classes=16), f"{folder}/vgg16_bn_16.state_dict.txt")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-// transcribe: each audio file's transcript from a checkpoint `trainer` wrote for ds2.
+// transcribe: each audio file's transcript from a checkpoint `trainer` wrote for a speech
+// model (ds2: any model of that family in models/registry.cpp).
 //   transcribe --checkpoint runs/speech/best [--beam-width 8] [--device cpu] a.wav b.flac
 // See tools/inference/commands.h for the output.
 #include <iostream>

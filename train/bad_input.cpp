@@ -12,7 +12,7 @@ constexpr size_t kNamedSkips = 5;
 }  // namespace
 
 InputPolicy input_policy(const TrainerOptions& options) {
-  const double task_default = options.is_asr() ? kSpeechMaxDuration : 0;
+  const double task_default = options.is_speech() ? kSpeechMaxDuration : 0;
   return {options.bad_input == "skip",
           options.max_duration == kTaskMaxDuration ? task_default : options.max_duration};
 }

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "data/manifest/input_policy.h"
+#include "models/registry.h"
 
 namespace sonata {
 namespace {
@@ -26,10 +27,19 @@ constexpr OnResume kRunOnly = OnResume::run_only;
 constexpr OnResume kFixed = OnResume::fixed;
 constexpr OnResume kEpochStart = OnResume::epoch_start;
 
+// --model's choices, each with its family and line of help (models/registry.cpp).
+std::string model_help() {
+  std::string help;
+  for (const ModelEntry& entry : model_registry())
+    help += str(help.empty() ? "" : "; ", entry.name, " (", family_name(entry.family), ", ",
+                entry.header, "): ", entry.help);
+  return help;
+}
+
 std::vector<OptionRow> make_table() {
   // name, field, group, help, --help shows the default, checkpoint key, on resume, why fixed.
   return {
-      {"model", &T::model, kModel, "ds2 | vgg19_bn", true, "model"},
+      {"model", &T::model, kModel, model_help(), true, "model"},
       {"vocabulary", &T::vocabulary, kModel, "ASR vocabulary file (default: blank, space, ', a-z)",
        false, "vocabulary"},
 
@@ -52,7 +62,7 @@ std::vector<OptionRow> make_table() {
       {"max-duration", &T::max_duration, kData,
        str("seconds; a longer clip is left out and counted, whatever --bad-input (0: no limit; "
            "default: ",
-           kSpeechMaxDuration, " for ds2, none for vgg19_bn)"),
+           kSpeechMaxDuration, " for speech models, none for image classifiers)"),
        false},
       {"max-image-pixels", &T::max_image_pixels, kData,
        "classification, image files: an image declaring more pixels (width x height) is bad "

@@ -10,35 +10,48 @@
 #include "base/error.h"
 #include "base/math_mode.h"
 #include "data/manifest/input_policy.h"
-#include "models/ds2.h"
-#include "models/vgg.h"
+#include "models/registry.h"
 #include "train/config_file.h"
 #include "train/option_table.h"
 
 namespace sonata {
 namespace {
 
-// The models' own options, offered as flags of the same names (see models/registry.h).
-const char* const kDs2Keys[] = {"conv-channels", "hidden", "layers",        "rnn",
-                                "bidirectional", "merge",  "seq-batch-norm"};
-const char* const kVggKeys[] = {"width", "dropout", "in-channels", "channels-last"};
-// Their --help text: the choices and the default, taken from the models' option structs so
-// that there is one source of the defaults.
-std::map<std::string, std::string> model_option_help() {
-  const Ds2Options ds2;
-  const VggOptions vgg;
-  const auto bit = [](bool value) { return value ? "1" : "0"; };
-  return {{"conv-channels", str(ds2.conv_channels)},
-          {"hidden", str(ds2.hidden)},
-          {"layers", str(ds2.layers)},
-          {"rnn", str("lstm | gru; ", ds2.rnn == RnnKind::gru ? "gru" : "lstm")},
-          {"bidirectional", str("0 | 1; ", bit(ds2.bidirectional))},
-          {"merge", str("concat | sum; ", ds2.sum_directions ? "sum" : "concat")},
-          {"seq-batch-norm", str("0 | 1; ", bit(ds2.seq_batch_norm))},
-          {"width", str("channel multiplier; ", vgg.width)},
-          {"dropout", str(vgg.dropout)},
-          {"in-channels", str(vgg.in_channels)},
-          {"channels-last", str("true | false; ", vgg.channels_last ? "true" : "false")}};
+// The models taking the option `key` (models/registry.cpp), in the registry's order.
+std::vector<const ModelEntry*> models_taking(const std::string& key) {
+  std::vector<const ModelEntry*> entries;
+  for (const ModelEntry& entry : model_registry())
+    for (const ModelOption& option : entry.options)
+      if (option.key == key) entries.push_back(&entry);
+  return entries;
+}
+
+std::vector<std::string> names_of(const std::vector<const ModelEntry*>& entries) {
+  std::vector<std::string> names;
+  for (const ModelEntry* entry : entries) names.push_back(entry->name);
+  return names;
+}
+
+// The models' own options, offered as flags of the same names, each once: its help names
+// the models taking it and the first one's header, and gives that one's choices and default
+// (from the models' option structs, so that there is one source of the defaults).
+void add_model_options(CLI::App& app, TrainerOptions& o) {
+  for (const ModelEntry& entry : model_registry())
+    for (const ModelOption& option : entry.options) {
+      const std::string flag = "--" + option.key;
+      if (app.get_option_no_throw(flag)) continue;
+      const std::vector<const ModelEntry*> takers = models_taking(option.key);
+      app.add_option(flag, o.model_config[option.key],
+                     str(name_list(names_of(takers), ", "), " (", takers.front()->header,
+                         "): ", option.help))
+          ->group("Model");
+    }
+}
+
+// "speech models only (--model ds2)": the models an option applies to, for a refusal.
+std::string only_for(ModelFamily family) {
+  return str(family == ModelFamily::speech ? "speech models" : "image classifiers",
+             " only (--model ", name_list(model_names(family)), ")");
 }
 
 bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
@@ -82,17 +95,7 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   for (const OptionRow& row : option_table()) {
     CLI::Option* option = add_option_row(app, o, row);
     if (row.name == "accum-steps") accum = option;
-    if (row.name == "model") {
-      const std::map<std::string, std::string> model_help = model_option_help();
-      for (const char* key : kDs2Keys)
-        app.add_option(std::string("--") + key, o.model_config[key],
-                       "ds2 (models/ds2.h): " + model_help.at(key))
-            ->group("Model");
-      for (const char* key : kVggKeys)
-        app.add_option(std::string("--") + key, o.model_config[key],
-                       "vgg19_bn (models/vgg.h): " + model_help.at(key))
-            ->group("Model");
-    }
+    if (row.name == "model") add_model_options(app, o);
     if (row.name == "test") add_feature_flags(app, o.features, "Features");
     if (row.name == "pipeline-stages") {
       SONATA_CHECK(accum, "the option table lists --accum-steps after --pipeline-stages");
@@ -109,15 +112,25 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   });
 }
 
+ModelFamily TrainerOptions::family() const {
+  return model_entry(model).family;
+}
+
 void TrainerOptions::check() const {
-  SONATA_CHECK(one_of(model, {"ds2", "vgg19_bn"}), "--model must be ds2 or vgg19_bn, got '", model,
-               "'");
+  const ModelEntry* entry = find_model(model);
+  SONATA_CHECK(entry, "--model must be ", name_list(model_names()), ", got '", model, "'");
   for (const auto& [key, value] : model_config) {
-    bool for_ds2 = false;
-    for (const char* ds2_key : kDs2Keys) for_ds2 |= key == ds2_key;
-    SONATA_CHECK(for_ds2 == is_asr(), "--", key, " is a ", for_ds2 ? "ds2" : "vgg19_bn",
-                 " option; drop it or use --model ", for_ds2 ? "ds2" : "vgg19_bn");
+    bool taken = false;
+    for (const ModelOption& option : entry->options) taken |= option.key == key;
+    const std::vector<std::string> takers = names_of(models_taking(key));
+    SONATA_CHECK(taken || takers.empty(), "--", key, " is an option of ",
+                 name_list(takers, " and "), ", not of ", model, "; drop it or change --model");
+    SONATA_CHECK(taken, "--", key, " is no model's option (models/registry.cpp)");
   }
+  const bool speech = entry->family == ModelFamily::speech;
+  const bool images = entry->family == ModelFamily::image_classifier;
+  const std::string speech_only = only_for(ModelFamily::speech);
+  const std::string images_only = only_for(ModelFamily::image_classifier);
   SONATA_CHECK(!train_manifest.empty() || eval_only,
                "--train is required (a manifest to train on)");
   SONATA_CHECK(!eval_only || !init_from.empty() || !resume.empty(),
@@ -150,22 +163,22 @@ void TrainerOptions::check() const {
                " runs on a GPU only; use --device cuda or --precision fp32");
   SONATA_CHECK(max_bad_steps > 0, "--max-bad-steps must be positive");
   features.config();  // throws naming a bad feature flag
-  SONATA_CHECK(feature_cache.empty() || is_asr(), "--feature-cache applies to --model ds2 only");
+  SONATA_CHECK(feature_cache.empty() || speech, "--feature-cache applies to ", speech_only);
   SONATA_CHECK(pad_frames_to >= 1, "--pad-frames-to must be at least 1, got ", pad_frames_to);
   SONATA_CHECK(one_of(features_on, {"load", "step"}), "--features-on must be load or step, got '",
                features_on, "'");
   SONATA_CHECK(features_on == "load" || feature_cache.empty(),
                "--features-on step needs the audio: it cannot use --feature-cache");
-  SONATA_CHECK(!spec_augment || is_asr(), "--spec-augment applies to --model ds2 only");
-  SONATA_CHECK(!speed_perturb || is_asr(), "--speed-perturb applies to --model ds2 only");
+  SONATA_CHECK(!spec_augment || speech, "--spec-augment applies to ", speech_only);
+  SONATA_CHECK(!speed_perturb || speech, "--speed-perturb applies to ", speech_only);
   SONATA_CHECK(!speed_perturb || feature_cache.empty(),
                "--speed-perturb needs the audio: it cannot use --feature-cache");
-  SONATA_CHECK((brightness == 0 && contrast == 0) || !is_asr(),
-               "--brightness and --contrast apply to --model vgg19_bn only");
+  SONATA_CHECK((brightness == 0 && contrast == 0) || images,
+               "--brightness and --contrast apply to ", images_only);
   SONATA_CHECK(brightness >= 0 && contrast >= 0,
                "--brightness and --contrast must not be negative");
-  SONATA_CHECK(!sortagrad || is_asr(), "--sortagrad applies to --model ds2 only");
-  SONATA_CHECK(!class_balanced || !is_asr(), "--class-balanced applies to --model vgg19_bn only");
+  SONATA_CHECK(!sortagrad || speech, "--sortagrad applies to ", speech_only);
+  SONATA_CHECK(!class_balanced || images, "--class-balanced applies to ", images_only);
   SONATA_CHECK(workers >= 1, "--workers must be at least 1");
   SONATA_CHECK(one_of(bad_input, {"stop", "skip"}), "--bad-input must be stop or skip, got '",
                bad_input, "'");
@@ -209,8 +222,7 @@ void TrainerOptions::check() const {
                "--slice-seconds, --image-height and --image-width must be positive");
   SONATA_CHECK(one_of(image_features, {"mel", "cqt"}), "--features must be mel or cqt, got '",
                image_features, "'");
-  SONATA_CHECK(image_features == "mel" || !is_asr(),
-               "--features cqt applies to --model vgg19_bn only");
+  SONATA_CHECK(image_features == "mel" || images, "--features cqt applies to ", images_only);
   SONATA_CHECK(!image_mean.empty() && !image_std.empty(),
                "--image-mean and --image-std need at least one value");
   for (const double s : image_std)

@@ -10,6 +10,7 @@
 
 #include "comm/reducer.h"
 #include "data/image/pixels.h"
+#include "models/model_family.h"
 #include "train/feature_flags.h"
 
 namespace CLI {
@@ -147,12 +148,14 @@ struct LoopOptions {
 
 struct TrainerOptions : DataOptions, OptimizerOptions, ParallelOptions, LoopOptions {
   // What to train.
-  std::string model = "ds2";                        // ds2 | vgg19_bn
+  std::string model = "ds2";                        // a name in models/registry.cpp
   std::map<std::string, std::string> model_config;  // the model's own options (registry keys)
 
   std::string config_file;
 
-  bool is_asr() const { return model == "ds2"; }
+  // --model's family, from the registry (throws naming the known models for another name).
+  ModelFamily family() const;
+  bool is_speech() const { return family() == ModelFamily::speech; }
   // --profile-steps as [first, last] optimizer steps (counted from 1); {0, 0} when unset.
   std::pair<int64_t, int64_t> profile_range() const;
   // One sentence for the first invalid setting or combination, else nothing.

@@ -42,9 +42,11 @@ void check_same_state(const Module& model, const LayerSequence& layers) {
   CHECK(layer_parameters(layers, {0, layers.size()}).size() == model.named_parameters().size());
 }
 
-std::shared_ptr<Vgg> narrow_vgg(bool channels_last = false, double width = 1.0 / 16) {
+std::shared_ptr<Vgg> narrow_vgg(bool channels_last = false, double width = 1.0 / 16,
+                                int64_t depth = 19) {
   manual_seed(3);
   VggOptions options;
+  options.depth = depth;
   options.num_classes = 5;
   options.in_channels = 2;
   options.width = width;
@@ -241,6 +243,27 @@ TEST_CASE("every cut of vgg19_bn's layers into two stages gives its forward and 
                     },
                     {x, Tensor()});
   }
+}
+
+TEST_CASE("vgg16_bn's layers: every cut into two stages gives its forward and gradients",
+          "[models][pipeline]") {
+  const auto model = narrow_vgg(false, 1.0 / 8, 16);
+  const LayerSequence layers = model->pipeline_layers();
+  // 13 conv blocks, 5 max pools, the average pool and 7 classifier modules.
+  REQUIRE(layers.size() == 26);
+  CHECK(layers[0].name == "features.0-2");
+  CHECK(layers[2].name == "features.6");   // the first max pool
+  CHECK(layers[9].name == "features.23");  // the third, after three convs (four in vgg19_bn)
+  CHECK(layers[18].name == "avgpool");
+  CHECK(layers[25].name == "classifier.6");
+  check_same_state(*model, layers);
+  manual_seed(9);
+  const Tensor x = randn({2, 2, 32, 32}, TensorOptions{}.with(DType::f64));
+  check_every_cut(*model, model->layers(),
+                  [&](const LayerValue& in) {
+                    return LayerValue{model->forward(in.x), Tensor()};
+                  },
+                  {x, Tensor()});
 }
 
 TEST_CASE("a Linear cut into row pieces gives the whole layer's values and gradients",

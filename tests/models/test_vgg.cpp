@@ -6,6 +6,7 @@
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
 #include "engine/random.h"
+#include "models/model_family.h"
 #include "models/registry.h"
 
 using namespace sonata;
@@ -34,15 +35,14 @@ std::string shape_text(const Shape& shape) {
   }
   return out;
 }
-}  // namespace
-
-TEST_CASE("vgg19_bn's state_dict matches torchvision's names, shapes and dtypes", "[models][vgg]") {
+// `model` (16 classes) against torchvision's state_dict of the same name.
+void check_torchvision_state_dict(const std::string& name) {
   manual_seed(0);
   ModelConfig config;
   config.set("num-classes", "16");
-  const auto model = make_model("vgg19_bn", config);
+  const auto model = make_model(name, config);
   const NamedTensors ours = model->state_dict();
-  const std::vector<Entry> theirs = torchvision_state_dict("vgg19_bn_16.state_dict.txt");
+  const std::vector<Entry> theirs = torchvision_state_dict(name + "_16.state_dict.txt");
   REQUIRE(ours.size() == theirs.size());
   int64_t parameters_from_torch = 0;
   for (size_t i = 0; i < ours.size(); ++i) {
@@ -55,6 +55,40 @@ TEST_CASE("vgg19_bn's state_dict matches torchvision's names, shapes and dtypes"
       parameters_from_torch += ours[i].second.numel();
   }
   CHECK(model->parameter_count() == parameters_from_torch);
+}
+}  // namespace
+
+TEST_CASE("vgg19_bn's state_dict matches torchvision's names, shapes and dtypes", "[models][vgg]") {
+  check_torchvision_state_dict("vgg19_bn");
+}
+
+TEST_CASE("vgg16_bn's state_dict matches torchvision's names, shapes and dtypes", "[models][vgg]") {
+  check_torchvision_state_dict("vgg16_bn");
+}
+
+TEST_CASE("vgg16_bn is configuration D: 13 convolutions, one fewer per late stage",
+          "[models][vgg]") {
+  manual_seed(4);
+  ModelConfig config;
+  config.set("width", "0.0625");
+  config.set("in-channels", "1");
+  config.set("num-classes", "7");
+  config.set("dropout", "0");
+  const auto model = std::dynamic_pointer_cast<ImageClassifier>(make_model("vgg16_bn", config));
+  REQUIRE(model);
+  int64_t convs = 0;
+  for (const auto& [name, p] : model->named_parameters())
+    if (name.starts_with("features.") && p.dim() == 4) ++convs;
+  CHECK(convs == 13);
+  // 13 conv blocks, 5 max pools, the average pool and 7 classifier modules.
+  CHECK(model->layers().size() == 26);
+  const Tensor logits = model->forward(randn({2, 1, 32, 32}));
+  CHECK(logits.shape() == Shape{2, 7});
+  CHECK_THROWS_WITH(
+      make_model("vgg16_bn", ModelConfig(std::map<std::string, std::string>{{"hidden", "3"}})),
+      Catch::Contains("model vgg16_bn has no option --hidden"));
+  CHECK_THROWS_WITH(model->forward(randn({1, 3, 32, 32})),
+                    Catch::Contains("vgg16_bn: expected input [N, 1, H, W]"));
 }
 
 TEST_CASE("torchvision's initialisation statistics", "[models][vgg]") {

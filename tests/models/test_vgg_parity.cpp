@@ -15,16 +15,22 @@ using namespace sonata::testing;
 
 namespace {
 
-const std::string kFolder = std::string(SONATA_FIXTURES_DIR) + "/vgg";
+// tests/fixtures/make_vgg.py's folders: "vgg" (vgg19_bn) and "vgg16_bn" (--depth 16).
+struct Fixture {
+  std::string model, folder;
+};
+const Fixture kVgg19{"vgg19_bn", std::string(SONATA_FIXTURES_DIR) + "/vgg"};
+const Fixture kVgg16{"vgg16_bn", std::string(SONATA_FIXTURES_DIR) + "/vgg16_bn"};
 
-ProbeOptions fixture_probe(const std::string& precision, bool train) {
+ProbeOptions fixture_probe(const std::string& precision, bool train,
+                           const Fixture& fixture = kVgg19) {
   ProbeOptions options;
-  options.model = "vgg19_bn";
+  options.model = fixture.model;
   options.model_options = {
       {"num-classes", "16"}, {"in-channels", "1"}, {"width", "0.03125"}, {"dropout", "0"}};
-  options.weights = kFolder + "/weights.safetensors";
-  options.input = kFolder + "/input.npy";
-  options.labels = kFolder + "/labels.npy";
+  options.weights = fixture.folder + "/weights.safetensors";
+  options.input = fixture.folder + "/input.npy";
+  options.labels = fixture.folder + "/labels.npy";
   options.train = train;
   options.backward = train;
   options.precision = precision;
@@ -39,9 +45,9 @@ ProbeOptions fixture_probe(const std::string& precision, bool train) {
 // its noise follows every rounding upstream: 1.4e-5 was seen for features.0 at -O1 (the
 // sanitizer build) against under 1e-5 at -O3. The f64 run holds it to 1e-12.
 void compare_with_torch(const NamedTensors& ours, const std::string& expected_file,
-                        double tolerance, double zero_bound) {
+                        double tolerance, double zero_bound, const Fixture& fixture = kVgg19) {
   std::map<std::string, Tensor> by_name(ours.begin(), ours.end());
-  const SafetensorsContents expected = load_safetensors(kFolder + "/" + expected_file);
+  const SafetensorsContents expected = load_safetensors(fixture.folder + "/" + expected_file);
   REQUIRE(!expected.tensors.empty());
   for (const auto& [name, theirs] : expected.tensors) {
     INFO(name);
@@ -75,6 +81,31 @@ TEST_CASE(
     "[models][vgg][parity]") {
   compare_with_torch(run_probe(fixture_probe("fp64", true)), "train.safetensors", 1e-9, 1e-12);
   compare_with_torch(run_probe(fixture_probe("fp32", true)), "train.safetensors", 1e-4, 5e-5);
+}
+
+// The variant registered after vgg19_bn, checked the same way (docs/adding-a-model.md).
+TEST_CASE("narrow vgg16_bn matches PyTorch in eval mode", "[models][vgg][parity]") {
+  compare_with_torch(run_probe(fixture_probe("fp64", false, kVgg16)), "eval.safetensors", 1e-10, 0,
+                     kVgg16);
+  compare_with_torch(run_probe(fixture_probe("fp32", false, kVgg16)), "eval.safetensors", 1e-4, 0,
+                     kVgg16);
+}
+
+TEST_CASE(
+    "narrow vgg16_bn matches PyTorch in a training step: logits, loss, every gradient, BN "
+    "running statistics",
+    "[models][vgg][parity]") {
+  compare_with_torch(run_probe(fixture_probe("fp64", true, kVgg16)), "train.safetensors", 1e-9,
+                     1e-12, kVgg16);
+  compare_with_torch(run_probe(fixture_probe("fp32", true, kVgg16)), "train.safetensors", 1e-4,
+                     5e-5, kVgg16);
+}
+
+TEST_CASE("vgg16_bn's fixture is not vgg19_bn's: the other model refuses its weights",
+          "[models][vgg][parity]") {
+  ProbeOptions options = fixture_probe("fp32", false, kVgg16);
+  options.model = "vgg19_bn";
+  CHECK_THROWS_WITH(run_probe(options), Catch::Contains("features.49"));
 }
 
 TEST_CASE("loading weights lists every mismatch", "[models][vgg][parity]") {

@@ -1,4 +1,6 @@
-"""VGG19_BN: torchvision 0.29's vgg19_bn against sonata's, three ways.
+"""VGG19_BN and VGG16_BN: torchvision 0.29's vgg19_bn and vgg16_bn against sonata's, three
+ways each (vgg16_bn's files: vgg16_bn_16.state_dict.txt, made with torchvision 0.29, and the
+narrow fixture tests/fixtures/vgg16_bn/, made with PyTorch 2.15 by make_vgg.py --depth 16).
 
 1. Names, shapes and dtypes: torchvision.models.vgg19_bn(num_classes=16).state_dict() against
    tests/fixtures/vgg19_bn_16.state_dict.txt (made with torchvision 0.14, which
@@ -27,9 +29,9 @@ FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 DTYPE_NAMES = {torch.float32: "float32", torch.int64: "int64"}
 
 
-def committed_names():
+def committed_names(name):
     entries = []
-    with open(os.path.join(FIXTURES, "vgg19_bn_16.state_dict.txt")) as f:
+    with open(os.path.join(FIXTURES, name + "_16.state_dict.txt")) as f:
         for line in f:
             if line.strip():
                 name, shape, dtype = line.split()
@@ -46,13 +48,26 @@ def relative(a, b):
     return float((a - b).abs().max() / b.abs().max().clamp_min(1e-300))
 
 
+# Each registered VGG: its torchvision builder, its depth for make_vgg.py and its narrow
+# fixture's folder.
+MODELS = [("vgg19_bn", 19, "vgg"), ("vgg16_bn", 16, "vgg16_bn")]
+
+
 def run(build_dir):
-    failures = []
     print("torch", torch.__version__, "torchvision", torchvision.__version__)
+    failures = []
+    for name, depth, folder in MODELS:
+        print("--", name)
+        failures += [name + ": " + f for f in run_model(build_dir, name, depth, folder)]
+    return failures
+
+
+def run_model(build_dir, name, depth, folder):
+    failures = []
     torch.manual_seed(0)
-    model = torchvision.models.vgg19_bn(num_classes=16)
+    model = getattr(torchvision.models, name)(num_classes=16)
     state = model.state_dict()
-    theirs, ours = names_of(state), committed_names()
+    theirs, ours = names_of(state), committed_names(name)
     print("state_dict: %d entries now, %d committed" % (len(theirs), len(ours)))
     if theirs != ours:
         first = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b),
@@ -72,11 +87,11 @@ def run(build_dir):
     with torch.no_grad():
         expected = model(x)
     with tempfile.TemporaryDirectory() as tmp:
-        weights = os.path.join(tmp, "vgg19_bn_16.safetensors")
+        weights = os.path.join(tmp, name + "_16.safetensors")
         save_file({k: v.contiguous() for k, v in model.state_dict().items()}, weights)
         np.save(os.path.join(tmp, "x.npy"), x.numpy())
         out = os.path.join(tmp, "out.safetensors")
-        command = [os.path.join(build_dir, "probe"), "--model", "vgg19_bn", "--num-classes", "16",
+        command = [os.path.join(build_dir, "probe"), "--model", name, "--num-classes", "16",
                    "--in-channels", "3", "--width", "1", "--dropout", "0", "--weights", weights,
                    "--input", os.path.join(tmp, "x.npy"), "--precision", "fp64", "--out", out]
         done = subprocess.run(command, capture_output=True, text=True)
@@ -95,15 +110,16 @@ def run(build_dir):
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     import make_vgg
 
-    narrow = make_vgg.NarrowVgg(in_channels=1, num_classes=16, width=1 / 32, dropout=0.0).double()
-    narrow.load_state_dict(load_file(os.path.join(FIXTURES, "vgg", "weights.safetensors")))
-    x = torch.from_numpy(np.load(os.path.join(FIXTURES, "vgg", "input.npy")))
-    y = torch.from_numpy(np.load(os.path.join(FIXTURES, "vgg", "labels.npy")))
+    narrow = make_vgg.NarrowVgg(in_channels=1, num_classes=16, width=1 / 32, dropout=0.0,
+                                depth=depth).double()
+    narrow.load_state_dict(load_file(os.path.join(FIXTURES, folder, "weights.safetensors")))
+    x = torch.from_numpy(np.load(os.path.join(FIXTURES, folder, "input.npy")))
+    y = torch.from_numpy(np.load(os.path.join(FIXTURES, folder, "labels.npy")))
     for mode in ("eval", "train"):
         narrow.train(mode == "train")
         with torch.no_grad():
             logits = narrow(x)
-        committed = load_file(os.path.join(FIXTURES, "vgg", mode + ".safetensors"))
+        committed = load_file(os.path.join(FIXTURES, folder, mode + ".safetensors"))
         error = relative(logits, committed["logits"])
         loss = torch.nn.functional.cross_entropy(logits, y)
         loss_error = abs(float(loss) - float(committed["loss"]))

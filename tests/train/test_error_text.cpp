@@ -29,7 +29,8 @@ TEST_CASE("error text: one line, without the source location unless asked", "[tr
     options.check();
   });
   REQUIRE(from_train.find("(train/trainer_options.cpp:") != std::string::npos);
-  CHECK(error_text(from_train, false) == "--model must be ds2 or vgg19_bn, got 'no_such_model'");
+  CHECK(error_text(from_train, false) ==
+        "--model must be ds2, vgg19_bn or vgg16_bn, got 'no_such_model'");
   // Parentheses that are not a location stay.
   CHECK(error_text("bad value (expected 1 to 3)", false) == "bad value (expected 1 to 3)");
 }

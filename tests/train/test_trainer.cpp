@@ -28,6 +28,7 @@
 #include "engine/io/safetensors.h"
 #include "engine/ops.h"
 #include "engine/random.h"
+#include "models/registry.h"
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
 #include "tests/support/weight_task.h"
@@ -131,7 +132,7 @@ TEST_CASE("trainer options: bad config files and combinations get one sentence",
   refused(o, "--precision fp16 runs on a GPU only");
   o = options;
   o.model_config = {{"width", "0.5"}};
-  refused(o, "--width is a vgg19_bn option");
+  refused(o, "--width is an option of vgg19_bn and vgg16_bn, not of ds2");
   o = options;
   o.resume = "auto";
   refused(o, "--resume auto needs --checkpoint-dir");
@@ -163,7 +164,9 @@ TEST_CASE("trainer options: bad config files and combinations get one sentence",
   o = options;
   o.model = "ds2";
   o.brightness = 0.2;
-  refused(o, "--brightness and --contrast apply to --model vgg19_bn only");
+  refused(o,
+          "--brightness and --contrast apply to image classifiers only (--model vgg19_bn or "
+          "vgg16_bn)");
 
   const TrainerOptions parsed =
       parse_command_line({"--train", "a.tsv", "--profile-steps", "10:12", "--bucket-mb", "4",

@@ -19,7 +19,7 @@ namespace {
 constexpr int64_t kSlicesPerBatch = 16;
 
 LabelMap checkpoint_labels(const TrainedCheckpoint& checkpoint, const std::string& command) {
-  require_model(checkpoint, "vgg19_bn", command);
+  require_family(checkpoint, ModelFamily::image_classifier, command);
   return LabelMap::parse(checkpoint.text("label_map"),
                          str("the label map of '", checkpoint.path, "'"));
 }
@@ -94,7 +94,7 @@ GenreClassifier::GenreClassifier(const TrainedCheckpoint& checkpoint, Device dev
         CqtConfig{.sample_rate = extractor_.config().sample_rate});
   normalize_ = {saved.value("image-mean", std::vector<double>{0.5}),
                 saved.value("image-std", std::vector<double>{0.5})};
-  model_ = make_model("vgg19_bn", config);
+  model_ = make_image_classifier(checkpoint.model, config);
   load_weights(*model_, checkpoint, device_);
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// Classifying with a VGG19_BN checkpoint, as the trainer evaluates: an audio track decoded,
-// resampled to the trained rate, cut into the trained slices (a track shorter than one slice
-// is refused, as the trainer refuses it), each slice drawn as the trained image (dB mel, or
-// dB constant-Q under --features cqt), the slices' classes voted (track_vote.h); an image file
+// Classifying with an image-classifier checkpoint (VGG19_BN, ...), as the trainer evaluates: an
+// audio track decoded, resampled to the trained rate, cut into the trained slices (a track shorter
+// than one slice is refused, as the trainer refuses it), each slice drawn as the trained image (dB
+// mel, or dB constant-Q under --features cqt), the slices' classes voted (track_vote.h); an image
+// file
 // (.png, .jpg, .jpeg) is one slice, read as the trainer reads image files (the trained
 // channels, size and --image-mean / --image-std).
 #include <memory>
@@ -27,7 +28,7 @@ struct TrackClasses {
 
 class GenreClassifier {
  public:
-  // Refuses a checkpoint that is not a vgg19_bn one (require_model).
+  // Refuses a checkpoint of a model that is not an image classifier (require_family).
   GenreClassifier(const TrainedCheckpoint& checkpoint, Device device);
 
   // A file that cannot be decoded throws naming it, as does a file of the other kind than

@@ -11,19 +11,19 @@ namespace sonata {
 namespace {
 
 Vocabulary checkpoint_vocabulary(const TrainedCheckpoint& checkpoint, const std::string& command) {
-  require_model(checkpoint, "ds2", command);
+  require_family(checkpoint, ModelFamily::speech, command);
   return Vocabulary::parse(checkpoint.text("vocabulary"),
                            str("the vocabulary of '", checkpoint.path, "'"));
 }
 
 // As the trainer builds it (train/tasks/speech_task.cpp): the saved model options, the
 // features' mel bands as its input width, the vocabulary as its classes.
-std::shared_ptr<Ds2> make_recognizer_model(const TrainedCheckpoint& checkpoint,
-                                           const FeatureConfig& features, int64_t classes) {
+std::shared_ptr<SpeechModel> make_recognizer_model(const TrainedCheckpoint& checkpoint,
+                                                   const FeatureConfig& features, int64_t classes) {
   ModelConfig config = checkpoint.model_config();
   config.set("num-mels", std::to_string(features.n_mels));
   config.set("num-classes", std::to_string(classes));
-  return std::dynamic_pointer_cast<Ds2>(make_ds2(config));
+  return make_speech_model(checkpoint.model, config);
 }
 
 }  // namespace
@@ -52,7 +52,7 @@ std::string SpeechRecognizer::transcribe(const std::string& path, int64_t beam_w
 
   NoGradGuard no_grad;
   const Tensor input = features.reshape({1, 1, frames, features.size(1)}).to(device_);
-  const Ds2Output out = model_->forward(input, from_vector(std::vector<int64_t>{frames}, {1}));
+  const SpeechOutput out = model_->forward(input, from_vector(std::vector<int64_t>{frames}, {1}));
   const Tensor log_probs = out.output.to(Device::cpu());
   if (beam_width == 0)
     return vocabulary_.decode(

@@ -1,21 +1,21 @@
 #pragma once
-// Transcribing audio files with a DeepSpeech2 checkpoint: each file decoded, resampled to the
-// rate the model was trained at, turned into the same log-mel features as in training, run
-// through the model alone (a batch of one, so no padding touches it), and decoded greedily or
-// by prefix beam search into the checkpoint's vocabulary.
+// Transcribing audio files with a speech-model checkpoint (DeepSpeech2, ...): each file decoded,
+// resampled to the rate the model was trained at, turned into the same log-mel features as in
+// training, run through the model alone (a batch of one, so no padding touches it), and decoded
+// greedily or by prefix beam search into the checkpoint's vocabulary.
 #include <memory>
 #include <string>
 
 #include "data/features/spectrogram.h"
 #include "data/text/vocabulary.h"
-#include "models/ds2.h"
+#include "models/model_family.h"
 #include "tools/inference/trained_checkpoint.h"
 
 namespace sonata {
 
 class SpeechRecognizer {
  public:
-  // Refuses a checkpoint that is not a ds2 one (require_model).
+  // Refuses a checkpoint of a model that is not a speech one (require_family).
   SpeechRecognizer(const TrainedCheckpoint& checkpoint, Device device);
 
   // The transcript of an audio file in any format and rate decode_audio reads: greedy when
@@ -28,7 +28,7 @@ class SpeechRecognizer {
  private:
   Vocabulary vocabulary_;
   FeatureExtractor extractor_;
-  std::shared_ptr<Ds2> model_;
+  std::shared_ptr<SpeechModel> model_;
   Device device_;
 };
 

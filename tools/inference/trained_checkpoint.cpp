@@ -9,11 +9,20 @@ namespace sonata {
 
 namespace {
 
-// What each model family is for, for the sentence that refuses the other.
-std::string kind_of(const std::string& model) {
-  if (model == "ds2") return "a ds2 speech-recognition checkpoint (use transcribe)";
-  if (model == "vgg19_bn") return "a vgg19_bn classification checkpoint (use classify)";
-  return str("a checkpoint of model '", model, "'");
+// What a family's checkpoints are, for the sentence that refuses the other.
+const char* kind_of(ModelFamily family) {
+  return family == ModelFamily::speech ? "speech-recognition" : "classification";
+}
+
+const char* command_of(ModelFamily family) {
+  return family == ModelFamily::speech ? "transcribe" : "classify";
+}
+
+std::string checkpoint_kind(const std::string& model) {
+  const ModelEntry* entry = find_model(model);
+  if (!entry) return str("a checkpoint of model '", model, "'");
+  return str("a ", model, " ", kind_of(entry->family), " checkpoint (use ",
+             command_of(entry->family), ")");
 }
 
 }  // namespace
@@ -69,10 +78,12 @@ const nlohmann::json& TrainedCheckpoint::option(const std::string& key) const {
   return *found;
 }
 
-void require_model(const TrainedCheckpoint& checkpoint, const std::string& model,
-                   const std::string& command) {
-  SONATA_CHECK(checkpoint.model == model, "'", checkpoint.path, "' is ", kind_of(checkpoint.model),
-               ", and ", command, " needs ", kind_of(model).substr(0, kind_of(model).find(" (")));
+void require_family(const TrainedCheckpoint& checkpoint, ModelFamily family,
+                    const std::string& command) {
+  const ModelEntry* entry = find_model(checkpoint.model);
+  SONATA_CHECK(entry && entry->family == family, "'", checkpoint.path, "' is ",
+               checkpoint_kind(checkpoint.model), ", and ", command, " needs a ",
+               name_list(model_names(family)), " ", kind_of(family), " checkpoint");
 }
 
 void load_weights(Module& model, const TrainedCheckpoint& checkpoint, Device device) {

@@ -18,7 +18,7 @@ namespace sonata {
 
 struct TrainedCheckpoint {
   std::string path;       // as given: a checkpoint directory (its newest step) or a step folder
-  std::string model;      // "ds2" | "vgg19_bn"
+  std::string model;      // a registry name (models/registry.cpp): "ds2", "vgg19_bn", ...
   nlohmann::json config;  // the trainer's options, as TrainerOptions::to_json wrote them
   TrainingState state;
 
@@ -37,10 +37,11 @@ struct TrainedCheckpoint {
 // when it is not a checkpoint the trainer wrote.
 TrainedCheckpoint read_trained_checkpoint(const std::string& path);
 
-// Refuses a checkpoint of another model, in one sentence naming what it holds and which
-// command uses it: `command` ("transcribe") needs `model` ("ds2").
-void require_model(const TrainedCheckpoint& checkpoint, const std::string& model,
-                   const std::string& command);
+// Refuses a checkpoint of a model of another family (or of no registered model), in one
+// sentence naming what it holds and which command uses it: `command` ("transcribe") needs a
+// model of `family` (speech).
+void require_family(const TrainedCheckpoint& checkpoint, ModelFamily family,
+                    const std::string& command);
 
 // `model`'s weights loaded from the checkpoint (any saved floating dtype, converted), moved
 // to `device`, in eval mode. A tensor missing or of another shape throws naming it.

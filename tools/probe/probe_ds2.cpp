@@ -7,13 +7,13 @@
 
 namespace sonata {
 
-NamedTensors probe_ds2(Ds2& model, const Tensor& x, const ProbeOptions& options) {
+NamedTensors probe_ds2(SpeechModel& model, const Tensor& x, const ProbeOptions& options) {
   SONATA_CHECK(!options.backward || !options.targets.empty(),
                "probe: --backward needs --targets t.npy and --target-lengths tl.npy for the loss");
   Tensor input_lengths;
   if (!options.input_lengths.empty())
     input_lengths = load_probe_integers(options.input_lengths, "--input-lengths");
-  const Ds2Output result = model.forward(x, input_lengths);
+  const SpeechOutput result = model.forward(x, input_lengths);
   NamedTensors out{{"log_probs", result.output}, {"output_lengths", result.output_lengths}};
   if (options.targets.empty()) return out;
   const Tensor loss = probe_ctc_loss(result.output, result.output_lengths, options);

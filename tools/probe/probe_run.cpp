@@ -6,7 +6,6 @@
 #include "engine/nn/state_dict.h"
 #include "engine/ops/loss.h"
 #include "engine/random.h"
-#include "models/ds2.h"
 #include "models/registry.h"
 #include "tools/probe/probe_ds2.h"
 #include "tools/probe/probe_ops.h"
@@ -63,9 +62,10 @@ NamedTensors run_probe(const ProbeOptions& options) {
   model->train(options.train);
 
   const Tensor x = load_npy(options.input).to(dtype).to(device);
-  auto* ds2 = dynamic_cast<Ds2*>(model.get());
+  // By the model's family (models/model_family.h), as the trainer picks its task.
+  auto* speech = dynamic_cast<SpeechModel*>(model.get());
   NamedTensors out =
-      ds2 ? probe_ds2(*ds2, x, options) : probe_classifier(*model, x, options, device);
+      speech ? probe_ds2(*speech, x, options) : probe_classifier(*model, x, options, device);
   for (const auto& [name, b] : model->named_buffers()) out.emplace_back(name, b);
   for (auto& [name, t] : out) t = t.detach().to(Device::cpu());
   return out;

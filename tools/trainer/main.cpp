@@ -20,8 +20,7 @@
 #include "engine/random.h"
 #include "train/error_text.h"
 #include "train/metric_text.h"
-#include "train/tasks/class_task.h"
-#include "train/tasks/speech_task.h"
+#include "train/tasks/make_task.h"
 #include "train/train_loop.h"
 
 namespace {
@@ -91,14 +90,7 @@ int main(int argc, char** argv) {
     sonata::manual_seed(options.seed);
     sonata::set_deterministic_algorithms(options.deterministic);
     sonata::set_tf32_mode(sonata::parse_tf32_mode(options.tf32, "--tf32"));
-    std::unique_ptr<sonata::Task> task;
-    if (options.is_asr()) {
-      task = std::make_unique<sonata::SpeechTask>(
-          options, options.vocabulary.empty() ? sonata::Vocabulary()
-                                              : sonata::Vocabulary::load(options.vocabulary));
-    } else {
-      task = std::make_unique<sonata::ClassTask>(options);
-    }
+    std::unique_ptr<sonata::Task> task = sonata::make_task(options);
     // Nothing reads the model after the run here: a pipeline stage never gathers the others'.
     options.gather_model = false;
     const sonata::TrainResult result = sonata::run_training(options, *task, device, group);

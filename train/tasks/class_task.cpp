@@ -10,7 +10,6 @@
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
 #include "models/registry.h"
-#include "models/vgg.h"
 #include "train/precision.h"
 
 namespace sonata {
@@ -54,7 +53,7 @@ ClassTask::ClassTask(const TrainerOptions& options)
   config.set("num-classes", std::to_string(labels_.size()));
   {
     DeferredInitScope deferred(builds_model_deferred(options));
-    model_ = make_model("vgg19_bn", config);
+    model_ = make_image_classifier(options.model, config);
   }
   // Counted now: a pipeline stage later releases the other stages' tensors.
   parameter_count_ = model_->parameter_count();
@@ -275,7 +274,7 @@ std::map<std::string, std::string> ClassTask::checkpoint_notes() const {
 
 std::string ClassTask::describe() const {
   std::string text =
-      str("vgg19_bn (", parameter_count_, " parameters), ", labels_.size(), " classes");
+      str(options_.model, " (", parameter_count_, " parameters), ", labels_.size(), " classes");
   for (const ImageSplit* data : {&train_, &val_, &test_}) {
     if (data->images.empty()) continue;
     text +=
@@ -296,9 +295,7 @@ DataReport ClassTask::data_report() const {
 }
 
 LayerSequence ClassTask::pipeline_layers() {
-  const auto vgg = std::dynamic_pointer_cast<Vgg>(model_);
-  SONATA_CHECK(vgg, "--pipeline-stages: the classification model is not a Vgg");
-  return vgg->layers();
+  return model_->layers();
 }
 
 LayerValue ClassTask::pipeline_input(const HostBatch& batch, Device device) {

@@ -1,7 +1,8 @@
 #pragma once
-// Music-genre classification with VGG19_BN on spectrogram images: the dataset
-// (data/datasets/image_dataset.h: --slice-seconds slices as --image-height x --image-width dB
-// mel images, or constant-Q with --features cqt, or image files; --brightness / --contrast
+// Music-genre classification with a model of the image-classifier family (VGG19_BN or
+// VGG16_BN, models/vgg.h, or any other ImageClassifier of the registry) on spectrogram images: the
+// dataset (data/datasets/image_dataset.h: --slice-seconds slices as --image-height x --image-width
+// dB mel images, or constant-Q with --features cqt, or image files; --brightness / --contrast
 // jitter) fed to the model, cross-entropy, and evaluation reporting slice accuracy, the
 // confusion matrix, and track accuracy by majority vote over a track's slices.
 #include <memory>
@@ -12,6 +13,7 @@
 #include "data/features/cqt.h"
 #include "data/features/spectrogram.h"
 #include "data/manifest/label_map.h"
+#include "models/model_family.h"
 #include "train/bad_input.h"
 #include "train/task.h"
 #include "train/trainer_options.h"
@@ -65,7 +67,7 @@ class ClassTask : public Task {
   ImageBatcher batcher_;
   LabelMap labels_;  // from the first manifest given (train, else val, else test)
   ImageSplit train_, val_, test_;
-  std::shared_ptr<Module> model_;
+  std::shared_ptr<ImageClassifier> model_;
   int64_t parameter_count_ = 0;  // the whole model's, as built
   int64_t in_channels_ = 3;
   DType compute_dtype_ = DType::f32;

@@ -9,9 +9,9 @@ CtcOptions ds2_ctc_options() {
   return {.blank = Vocabulary::kBlank, .reduction = Reduction::mean, .zero_infinity = true};
 }
 
-Tensor ds2_training_loss(Ds2& model, const Tensor& input, const Tensor& input_lengths,
+Tensor ds2_training_loss(SpeechModel& model, const Tensor& input, const Tensor& input_lengths,
                          const Tensor& targets, const Tensor& target_lengths) {
-  const Ds2Output out = model.forward_logits(input, input_lengths);
+  const SpeechOutput out = model.forward_logits(input, input_lengths);
   return ctc_loss_from_logits(out.output, targets, out.output_lengths, target_lengths,
                               ds2_ctc_options());
 }

@@ -14,6 +14,7 @@
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "models/ctc_decode.h"
+#include "models/registry.h"
 #include "train/precision.h"
 #include "train/tasks/ctc_reachability.h"
 #include "train/tasks/ds2_training_loss.h"
@@ -24,11 +25,12 @@ namespace {
 // Clips named in a start-up warning; the count gives the rest.
 constexpr size_t kNamedClips = 5;
 
-std::shared_ptr<Ds2> make_speech_model(const TrainerOptions& options, int64_t classes) {
+// --model's speech model, with the keys its family's task sets (models/model_family.h).
+std::shared_ptr<SpeechModel> make_task_model(const TrainerOptions& options, int64_t classes) {
   ModelConfig config(options.model_config);
   config.set("num-mels", std::to_string(options.features.n_mels));
   config.set("num-classes", std::to_string(classes));
-  return std::dynamic_pointer_cast<Ds2>(make_ds2(config));
+  return make_speech_model(options.model, config);
 }
 
 CtcOptions ctc_options() {
@@ -81,7 +83,7 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
   val_ = load("val", options.val_manifest);
   test_ = load("test", options.test_manifest);
   DeferredInitScope deferred(builds_model_deferred(options));
-  model_ = make_speech_model(options, vocabulary_.size());
+  model_ = make_task_model(options, vocabulary_.size());
   // Counted now: a pipeline stage later releases the other stages' tensors.
   parameter_count_ = model_->parameter_count();
 }
@@ -287,7 +289,7 @@ std::map<std::string, std::string> SpeechTask::checkpoint_texts() const {
 }
 
 std::string SpeechTask::describe() const {
-  std::string text = str("ds2 (", parameter_count_, " parameters), vocabulary of ",
+  std::string text = str(options_.model, " (", parameter_count_, " parameters), vocabulary of ",
                          vocabulary_.size(), " symbols");
   for (const SpeechSplit* data : {&train_, &val_, &test_}) {
     if (data->clips() == 0) continue;

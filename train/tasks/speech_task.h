@@ -1,10 +1,11 @@
 #pragma once
-// CTC speech recognition with DeepSpeech2: the speech dataset (data/datasets/speech_dataset.h:
-// ASR manifests featurised once, at start, and kept in memory; the demo corpus is an hour of
-// audio, a second of features extraction, 300 MB at most) fed to the model, CTC from the
-// logits (ctc_loss_from_logits), and greedy + beam CER/WER on evaluation. With --features-on
-// step the training split keeps its audio instead, and each step featurises its batch on the
-// device (log_mel_batch on CUDA) and masks it there (spec_augment_batch); evaluation splits
+// CTC speech recognition with a model of the speech family (DeepSpeech2, models/ds2.h, or any
+// other SpeechModel of the registry, models/model_family.h): the speech dataset
+// (data/datasets/speech_dataset.h: ASR manifests featurised once, at start, and kept in memory; the
+// demo corpus is an hour of audio, a second of features extraction, 300 MB at most) fed to the
+// model, CTC from the logits (ctc_loss_from_logits), and greedy + beam CER/WER on evaluation. With
+// --features-on step the training split keeps its audio instead, and each step featurises its batch
+// on the device (log_mel_batch on CUDA) and masks it there (spec_augment_batch); evaluation splits
 // stay precomputed.
 #include <memory>
 #include <string>
@@ -13,7 +14,7 @@
 #include "data/datasets/speech_dataset.h"
 #include "data/features/spectrogram.h"
 #include "data/text/vocabulary.h"
-#include "models/ds2.h"
+#include "models/model_family.h"
 #include "train/bad_input.h"
 #include "train/task.h"
 #include "train/trainer_options.h"
@@ -62,7 +63,7 @@ class SpeechTask : public Task {
   FeatureExtractor extractor_;
   SpeechBatcher batcher_;
   SpeechSplit train_, val_, test_;
-  std::shared_ptr<Ds2> model_;
+  std::shared_ptr<SpeechModel> model_;
   int64_t parameter_count_ = 0;  // the whole model's, as built
   DType compute_dtype_ = DType::f32;
 };
