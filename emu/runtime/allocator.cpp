@@ -91,9 +91,8 @@ void note_highs(Pool& pool) {
 }
 
 // Freed large blocks give their pages back (they read as zero until reused), so a long run
-// does not keep every block it ever freed in RAM.
-// Only the pages wholly inside the block: blocks are 256-byte aligned, and a page it shares
-// with its neighbour would be zeroed under the neighbour's live data.
+// does not keep every block it ever freed in RAM: only the pages wholly inside the block,
+// since blocks are 256-byte aligned and a page shared with a neighbour holds its live data.
 void drop_pages(Block& block) {
   if (block.capacity < kLargeBlock) return;
   constexpr uintptr_t kPage = 4096;

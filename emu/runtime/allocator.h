@@ -3,7 +3,8 @@
 // (cudaMallocAsync / cudaFreeAsync, with the pool's attributes), and pinned host memory.
 // Adversarial reuse: a request gets the most recently freed block that fits, so a use
 // after free, or a free while another stream still reads, meets somebody else's data.
-// New memory is filled with 0xFF bytes (NaN as float) and marked never written.
+// New memory is marked never written; small blocks are filled with 0xFF bytes (NaN as
+// float), large ones start mostly as zero pages.
 // Callers hold the ExecLock.
 #include <cstddef>
 #include <cstdint>

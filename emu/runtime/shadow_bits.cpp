@@ -4,28 +4,55 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace sonata::emu {
 
+namespace {
+// Shadows up to this size live on the heap and are cleared with memset: a mapping each would
+// cost two system calls per allocation and one kernel mapping per block (the process limit
+// on mappings is about 65 000); larger ones are mapped, so that only written pages commit.
+constexpr size_t kMappedShadowBytes = size_t(64) << 10;
+}  // namespace
+
 ShadowBits::~ShadowBits() {
-  if (words_) munmap(words_, bytes_);
+  release();
+}
+
+void ShadowBits::release() {
+  if (!words_) return;
+  if (mapped_)
+    munmap(words_, bytes_);
+  else
+    std::free(words_);
+  words_ = nullptr;
 }
 
 void ShadowBits::allocate(size_t bits) {
-  if (words_) munmap(words_, bytes_);
+  release();
   bytes_ = (bits + 63) / 64 * sizeof(uint64_t);
-  void* pages = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (pages == MAP_FAILED) {
-    std::fprintf(stderr, "sonata emu: cannot map %zu bytes for an initcheck shadow\n", bytes_);
+  mapped_ = bytes_ >= kMappedShadowBytes;
+  void* memory = nullptr;
+  if (mapped_) {
+    memory = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (memory == MAP_FAILED) memory = nullptr;
+  } else {
+    memory = std::calloc(bytes_, 1);
+  }
+  if (!memory) {
+    std::fprintf(stderr, "sonata emu: cannot allocate %zu bytes for an initcheck shadow\n", bytes_);
     std::abort();
   }
-  words_ = static_cast<uint64_t*>(pages);
+  words_ = static_cast<uint64_t*>(memory);
 }
 
 void ShadowBits::clear_all() {
-  // Private anonymous pages read as zero again after MADV_DONTNEED.
-  if (words_) madvise(words_, bytes_, MADV_DONTNEED);
+  if (!words_) return;
+  if (mapped_)
+    madvise(words_, bytes_, MADV_DONTNEED);  // private anonymous pages read as zero again
+  else
+    std::memset(words_, 0, bytes_);
 }
 
 }  // namespace sonata::emu

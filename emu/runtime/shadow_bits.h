@@ -1,6 +1,6 @@
 #pragma once
-// The initcheck shadow of one device block: one bit per byte, in anonymous pages that the
-// kernel commits only when written. An emulated H100 has 80 GiB; a test that fills it
+// The initcheck shadow of one device block: one bit per byte; a large one in anonymous pages
+// that the kernel commits only when written. An emulated H100 has 80 GiB; a test that fills it
 // touches the shadow (and the data) only where it writes, so it runs in a fraction of the
 // RAM a committed bitmap (capacity / 8 bytes) would take.
 #include <cstddef>
@@ -24,8 +24,11 @@ class ShadowBits {
   uint64_t word(size_t index) const { return words_[index]; }
 
  private:
+  void release();
+
   uint64_t* words_ = nullptr;
   size_t bytes_ = 0;
+  bool mapped_ = false;
 };
 
 }  // namespace sonata::emu
