@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
   app.add_option("--target-length", options.target_length, "labels per sample (ds2, ctc)");
   app.add_option("--steps", options.steps, "timed steps")->capture_default_str();
   app.add_option("--warmup", options.warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--range-times", options.range_times,
+                 "write host time per NVTX range over the timed steps here (JSONL; the CPU's "
+                 "op-by-op profile, as the trainer's --range-times)");
   CLI11_PARSE(app, argc, argv);
   try {
     SONATA_CHECK(options.steps > 0, "bench_models: --steps must be positive");

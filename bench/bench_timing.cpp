@@ -1,8 +1,10 @@
 #include <chrono>
 
+#include "base/nvtx.h"
 #include "bench/bench_work.h"
 #include "engine/allocator.h"
 #include "engine/device.h"
+#include "train/range_report.h"
 
 namespace sonata {
 
@@ -13,10 +15,17 @@ double time_steps(const BenchOptions& options, const std::function<void()>& step
     cuda_reset_peak_memory_stats(options.device.index);
   else
     cpu_reset_peak_memory_stats();
+  // Only the timed steps are profiled: warm-up's first-call costs (pages, plans) are not
+  // what a training run spends its time on.
+  if (!options.range_times.empty()) range_times_enable(true);
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < options.steps; ++i) step();
   device_synchronize(options.device);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  if (!options.range_times.empty()) {
+    range_times_enable(false);
+    write_range_times(options.range_times, elapsed.count());
+  }
   return elapsed.count() / options.steps;
 }
 

@@ -21,6 +21,7 @@ struct BenchOptions {
   int64_t target_length = 0;
   int steps = 5, warmup = 2;
   bool channels_last = false;  // vgg19_bn: NHWC convolutions
+  std::string range_times;     // JSONL of host time per NVTX range over the timed steps
 };
 
 // Ordered (key, already-formatted JSON value) pairs.

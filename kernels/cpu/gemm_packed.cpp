@@ -6,7 +6,16 @@
 #include <new>
 
 #if defined(__x86_64__)
+// GCC 12's unpack and shuffle intrinsics pass an "undefined" vector that it then reports as
+// maybe uninitialized where they are inlined (GCC bug 105593, fixed in 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 #include <omp.h>
 
@@ -41,6 +50,32 @@ struct Isa {
   static void storeu(float* p, Vec v) { _mm512_storeu_ps(p, v); }
   static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
   static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  // rows[i][j] becomes rows[j][i]: 16 x 16 floats in registers, by 32-bit pairs within
+  // 128-bit lanes, then 64-bit pairs, then lanes across rows.
+  static void transpose(Vec (&rows)[16]) {
+    Vec pairs[16];
+    for (int g = 0; g < 16; g += 4) {
+      const Vec lo01 = _mm512_unpacklo_ps(rows[g], rows[g + 1]);
+      const Vec hi01 = _mm512_unpackhi_ps(rows[g], rows[g + 1]);
+      const Vec lo23 = _mm512_unpacklo_ps(rows[g + 2], rows[g + 3]);
+      const Vec hi23 = _mm512_unpackhi_ps(rows[g + 2], rows[g + 3]);
+      // pairs[g + e], lane k: rows g..g+3 at element 4k + e.
+      pairs[g] = _mm512_shuffle_ps(lo01, lo23, 0x44);
+      pairs[g + 1] = _mm512_shuffle_ps(lo01, lo23, 0xEE);
+      pairs[g + 2] = _mm512_shuffle_ps(hi01, hi23, 0x44);
+      pairs[g + 3] = _mm512_shuffle_ps(hi01, hi23, 0xEE);
+    }
+    for (int e = 0; e < 4; ++e) {
+      const Vec even_lanes_low = _mm512_shuffle_f32x4(pairs[e], pairs[4 + e], 0x88);
+      const Vec odd_lanes_low = _mm512_shuffle_f32x4(pairs[e], pairs[4 + e], 0xDD);
+      const Vec even_lanes_high = _mm512_shuffle_f32x4(pairs[8 + e], pairs[12 + e], 0x88);
+      const Vec odd_lanes_high = _mm512_shuffle_f32x4(pairs[8 + e], pairs[12 + e], 0xDD);
+      rows[e] = _mm512_shuffle_f32x4(even_lanes_low, even_lanes_high, 0x88);
+      rows[8 + e] = _mm512_shuffle_f32x4(even_lanes_low, even_lanes_high, 0xDD);
+      rows[4 + e] = _mm512_shuffle_f32x4(odd_lanes_low, odd_lanes_high, 0x88);
+      rows[12 + e] = _mm512_shuffle_f32x4(odd_lanes_low, odd_lanes_high, 0xDD);
+    }
+  }
 };
 #else
 // The register tile for the 16 ymm registers: 6 rows of C by 16 columns (two 8-float vectors
@@ -60,6 +95,25 @@ struct Isa {
   static void storeu(float* p, Vec v) { _mm256_storeu_ps(p, v); }
   static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
   static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  // rows[i][j] becomes rows[j][i]: 8 x 8 floats in registers.
+  static void transpose(Vec (&rows)[8]) {
+    Vec pairs[8];
+    for (int g = 0; g < 8; g += 4) {
+      const Vec lo01 = _mm256_unpacklo_ps(rows[g], rows[g + 1]);
+      const Vec hi01 = _mm256_unpackhi_ps(rows[g], rows[g + 1]);
+      const Vec lo23 = _mm256_unpacklo_ps(rows[g + 2], rows[g + 3]);
+      const Vec hi23 = _mm256_unpackhi_ps(rows[g + 2], rows[g + 3]);
+      // pairs[g + e], lane k: rows g..g+3 at element 4k + e.
+      pairs[g] = _mm256_shuffle_ps(lo01, lo23, 0x44);
+      pairs[g + 1] = _mm256_shuffle_ps(lo01, lo23, 0xEE);
+      pairs[g + 2] = _mm256_shuffle_ps(hi01, hi23, 0x44);
+      pairs[g + 3] = _mm256_shuffle_ps(hi01, hi23, 0xEE);
+    }
+    for (int e = 0; e < 4; ++e) {
+      rows[e] = _mm256_permute2f128_ps(pairs[e], pairs[4 + e], 0x20);
+      rows[4 + e] = _mm256_permute2f128_ps(pairs[e], pairs[4 + e], 0x31);
+    }
+  }
 };
 #endif
 
@@ -140,8 +194,27 @@ void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64
             int64_t columns, float* out) {
   for_each_panel(columns, kTileColumns, depth, out, [&](int64_t q, int64_t live, float* panel) {
     if (s.trans_b) {
-      // B stored [n, k]: each column is contiguous in p.
-      for (int64_t j = 0; j < live; ++j) {
+      // B stored [n, k]: each column is contiguous in p, so the panel is a transpose, done
+      // a register square at a time (element by element, the packing of a convolution's
+      // weight gradient, whose 32 rows give each packed value only 32 multiply-adds, took
+      // as long as the multiplication).
+      constexpr int64_t kSquare = Isa::kWidth;
+      int64_t j = 0;
+      for (; j + kSquare <= live; j += kSquare) {
+        const float* src = b + (column0 + q + j) * s.ldb + p0;
+        int64_t p = 0;
+        for (; p + kSquare <= depth; p += kSquare) {
+          Vec square[kSquare];
+          for (int64_t t = 0; t < kSquare; ++t) square[t] = Isa::loadu(src + t * s.ldb + p);
+          Isa::transpose(square);
+          for (int64_t t = 0; t < kSquare; ++t)
+            Isa::storeu(panel + (p + t) * kTileColumns + j, square[t]);
+        }
+        for (; p < depth; ++p)
+          for (int64_t t = 0; t < kSquare; ++t)
+            panel[p * kTileColumns + j + t] = src[t * s.ldb + p];
+      }
+      for (; j < live; ++j) {
         const float* src = b + (column0 + q + j) * s.ldb + p0;
         for (int64_t p = 0; p < depth; ++p) panel[p * kTileColumns + j] = src[p];
       }
