@@ -20,9 +20,11 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // log(exp(a) + exp(b) + exp(c)) with PyTorch's guard: an all -inf triple gives -inf, not NaN.
+// Written as selects, without branches, so that the recursions' loops over states vectorise
+// (with a branch GCC left them scalar: "control flow in loop").
 double log_add3(double a, double b, double c) {
-  double peak = std::max({a, b, c});
-  if (peak == kNegInf) peak = 0;
+  const double top = std::max(std::max(a, b), c);
+  const double peak = top == kNegInf ? 0.0 : top;
   return log_f64(exp_f64(a - peak) + exp_f64(b - peak) + exp_f64(c - peak)) + peak;
 }
 
@@ -52,21 +54,31 @@ struct Sample {
 };
 
 // A sample's extended labels as arrays, so that the recursions' loops over states are
-// branch-free (and vectorise): label[s] = l'_s, and may_skip[s] = whether state s can be
-// reached from s - 2 (the labels differ, so the blank between them may be skipped).
+// branch-free (and vectorise): label[s] = l'_s, and skip_bias[s] is 0 where state s can be
+// reached from s - 2 (the labels differ, so the blank between them may be skipped) and -inf
+// where not, added to the s - 2 term. (As bytes, the flags made GCC pick 64 states per vector
+// iteration, so a lattice of 81 states ran its scalar tail: doubles give 8 per zmm.)
 struct Lattice {
   std::vector<int64_t> label;
-  std::vector<unsigned char> may_skip;
+  std::vector<double> skip_bias;
 
   template <typename T>
   explicit Lattice(const Sample<T>& x)
-      : label(size_t(x.states())), may_skip(size_t(x.states()), 0) {
+      : label(size_t(x.states())), skip_bias(size_t(x.states()), kNegInf) {
     for (int64_t s = 0; s < x.states(); ++s) {
       label[size_t(s)] = x.label(s);
-      may_skip[size_t(s)] = s > 1 && x.label(s - 2) != x.label(s);
+      if (s > 1 && x.label(s - 2) != x.label(s)) skip_bias[size_t(s)] = 0.0;
     }
   }
 };
+
+// emit[s] = log-probability of l'_s in row lp_row, as doubles: gathered apart from the
+// recursion, whose loop GCC left scalar for float rows (a float gather by 64-bit index
+// converted to double inside the log-add loop).
+template <typename T>
+void gather_emissions(const T* lp_row, const int64_t* label, int64_t states, double* emit) {
+  for (int64_t s = 0; s < states; ++s) emit[s] = double(lp_row[label[s]]);
+}
 
 template <typename T>
 double forward_sample(const Sample<T>& x, const Lattice& lattice, double* alpha) {
@@ -77,19 +89,19 @@ double forward_sample(const Sample<T>& x, const Lattice& lattice, double* alpha)
   row[0] = x.lp(0, x.blank);
   if (x.target_length > 0) row[1] = x.lp(0, x.label(1));
   const int64_t* label = lattice.label.data();
-  const unsigned char* may_skip = lattice.may_skip.data();
+  const double* skip_bias = lattice.skip_bias.data();
+  std::vector<double> emissions(static_cast<size_t>(states));
+  double* emit = emissions.data();
   for (int64_t t = 1; t < x.input_length; ++t) {
     const double* previous = alpha + (t - 1) * x.max_states;
     double* current = alpha + t * x.max_states;
-    const T* lp_row = x.log_probs + (t * x.batch + x.n) * x.classes;
+    gather_emissions(x.log_probs + (t * x.batch + x.n) * x.classes, label, states, emit);
     // States 0 and 1 have no s - 2 (nor 0 an s - 1); from 2 on every read is in bounds.
-    current[0] = log_add3(previous[0], kNegInf, kNegInf) + double(lp_row[label[0]]);
-    if (states > 1)
-      current[1] = log_add3(previous[1], previous[0], kNegInf) + double(lp_row[label[1]]);
+    current[0] = log_add3(previous[0], kNegInf, kNegInf) + emit[0];
+    if (states > 1) current[1] = log_add3(previous[1], previous[0], kNegInf) + emit[1];
 #pragma omp simd
     for (int64_t s = 2; s < states; ++s)
-      current[s] = log_add3(previous[s], previous[s - 1], may_skip[s] ? previous[s - 2] : kNegInf) +
-                   double(lp_row[label[s]]);
+      current[s] = log_add3(previous[s], previous[s - 1], previous[s - 2] + skip_bias[s]) + emit[s];
   }
   const double* final_row = alpha + last * x.max_states;
   // An empty target has a single state and so no second path end to merge.
@@ -105,22 +117,21 @@ void backward_beta(const Sample<T>& x, const Lattice& lattice, double* beta) {
   final_row[states - 1] = x.lp(last, x.blank);
   if (x.target_length > 0) final_row[states - 2] = x.lp(last, x.label(states - 2));
   const int64_t* label = lattice.label.data();
-  const unsigned char* may_skip = lattice.may_skip.data();
+  const double* skip_bias = lattice.skip_bias.data();
+  std::vector<double> emissions(static_cast<size_t>(states));
+  double* emit = emissions.data();
   for (int64_t t = last - 1; t >= 0; --t) {
     const double* next = beta + (t + 1) * x.max_states;
     double* current = beta + t * x.max_states;
-    const T* lp_row = x.log_probs + (t * x.batch + x.n) * x.classes;
+    gather_emissions(x.log_probs + (t * x.batch + x.n) * x.classes, label, states, emit);
     // The last two states have no s + 2 (nor the last an s + 1).
     const int64_t end = states - 1;
-    current[end] = log_add3(next[end], kNegInf, kNegInf) + double(lp_row[label[end]]);
-    if (states > 1)
-      current[end - 1] =
-          log_add3(next[end - 1], next[end], kNegInf) + double(lp_row[label[end - 1]]);
+    current[end] = log_add3(next[end], kNegInf, kNegInf) + emit[end];
+    if (states > 1) current[end - 1] = log_add3(next[end - 1], next[end], kNegInf) + emit[end - 1];
       // State s may skip to s + 2 when s + 2 may be reached from s.
 #pragma omp simd
     for (int64_t s = 0; s < states - 2; ++s)
-      current[s] = log_add3(next[s], next[s + 1], may_skip[s + 2] ? next[s + 2] : kNegInf) +
-                   double(lp_row[label[s]]);
+      current[s] = log_add3(next[s], next[s + 1], next[s + 2] + skip_bias[s + 2]) + emit[s];
   }
 }
 
