@@ -49,14 +49,6 @@ std::vector<int64_t> checked_lengths(const Tensor& lengths, int64_t batch, int64
   return values;
 }
 
-// log_softmax over the classes; half-precision logits are normalised in f32, as the peer's
-// .float().log_softmax(-1).
-Tensor log_probabilities(const Tensor& logits) {
-  const DType dtype = logits.dtype();
-  return log_softmax(
-      dtype == DType::f16 || dtype == DType::bf16 ? cast(logits, DType::f32) : logits, 2);
-}
-
 }  // namespace
 
 Ds2::Ds2(const Ds2Options& options) : options_(options) {
@@ -107,6 +99,7 @@ Ds2::Ds2(const Ds2Options& options) : options_(options) {
   const int64_t fc_inputs = options.hidden * (options.bidirectional && !sum ? 2 : 1);
   fc_ = register_module("fc", std::make_shared<Linear>(fc_inputs, options.num_classes));
   layers_ = make_layers();
+  logit_layers_ = make_logit_layers();
 }
 
 int64_t Ds2::output_frames(int64_t frames) const {
@@ -125,8 +118,8 @@ Ds2Output Ds2::forward(const Tensor& x, const Tensor& lengths) {
 }
 
 Ds2Output Ds2::forward_logits(const Tensor& x, const Tensor& lengths) {
-  const LayerValue features = run_layers(layers_, {0, layers_.size() - 1}, {x, lengths});
-  return {fc_->forward(features.x), features.lengths};
+  const LayerValue out = run_layers(logit_layers_, {0, logit_layers_.size()}, {x, lengths});
+  return {out.x, out.lengths};
 }
 
 ModelLayer Ds2::conv_block(size_t block) {
@@ -181,11 +174,20 @@ LayerSequence Ds2::make_layers() {
       return LayerValue{rnn->forward(in.x, in.lengths).output, in.lengths};
     }));
   }
-  // forward_logits() runs this Linear alone, without the normalisation.
   Linear* fc = fc_.get();
   layers.push_back(module_layer("fc", {{"fc", fc_}}, [fc](const LayerValue& in) {
-    return LayerValue{log_probabilities(fc->forward(in.x)), in.lengths};
+    return LayerValue{speech_log_probabilities(fc->forward(in.x)), in.lengths};
   }));
+  return layers;
+}
+
+LayerSequence Ds2::make_logit_layers() const {
+  LayerSequence layers = layers_;
+  // fc's Linear alone, without the normalisation.
+  Linear* fc = fc_.get();
+  layers.back().forward = [fc](const LayerValue& in) {
+    return LayerValue{fc->forward(in.x), in.lengths};
+  };
   return layers;
 }
 

@@ -54,8 +54,7 @@ class Ds2 : public SpeechModel {
   // x [N, 1, T, F]; lengths i64 or i32 [N] with values in [0, T] (undefined: all T).
   // Runs every layer of layers().
   Ds2Output forward(const Tensor& x, const Tensor& lengths) override;
-  // The same before log_softmax, for ctc_loss_from_logits: every layer but the last, then
-  // the last one's Linear without its normalisation.
+  // The same before log_softmax, for ctc_loss_from_logits: every layer of logit_layers().
   Ds2Output forward_logits(const Tensor& x, const Tensor& lengths) override;
 
   // Output frames for `frames` input frames: each conv's
@@ -69,9 +68,12 @@ class Ds2 : public SpeechModel {
   // {x, lengths} they are forward(x, lengths); a pipeline stage runs a range of them. They
   // refer to this model.
   const LayerSequence& layers() const override { return layers_; }
+  // layers() with fc's Linear alone, without its log_softmax, at the end.
+  const LayerSequence& logit_layers() const override { return logit_layers_; }
 
  private:
   LayerSequence make_layers();
+  LayerSequence make_logit_layers() const;
   ModelLayer conv_block(size_t block);
   bool layered() const { return !rnns_.empty(); }
 
@@ -80,7 +82,8 @@ class Ds2 : public SpeechModel {
   std::shared_ptr<RecurrentBase> rnn_;           // the default: one torch-style RNN stack
   std::vector<std::shared_ptr<BatchRnn>> rnns_;  // or one module per layer (under "rnns")
   std::shared_ptr<Linear> fc_;
-  LayerSequence layers_;  // built last, over the modules above
+  LayerSequence layers_;        // built last, over the modules above
+  LayerSequence logit_layers_;  // and from it
 };
 
 // Options from the registry's strings: num-mels, num-classes (or vocab-size), conv-channels,

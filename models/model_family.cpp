@@ -1,5 +1,7 @@
 #include "models/model_family.h"
 
+#include "engine/ops.h"
+
 namespace sonata {
 
 const char* family_name(ModelFamily family) {
@@ -10,6 +12,12 @@ const char* family_name(ModelFamily family) {
       return "image classifier";
   }
   return "unknown";
+}
+
+Tensor speech_log_probabilities(const Tensor& logits) {
+  const DType dtype = logits.dtype();
+  return log_softmax(
+      dtype == DType::f16 || dtype == DType::bf16 ? cast(logits, DType::f32) : logits, 2);
 }
 
 }  // namespace sonata

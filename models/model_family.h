@@ -48,9 +48,19 @@ class SpeechModel : public LayeredModel {
   virtual SpeechOutput forward(const Tensor& x, const Tensor& lengths) = 0;
   // The same before log_softmax, for ctc_loss_from_logits.
   virtual SpeechOutput forward_logits(const Tensor& x, const Tensor& lengths) = 0;
+  // layers() ending at the logits: the same layers, the last without its log_softmax
+  // (speech_log_probabilities). forward_logits runs them all. What the trainer's task trains
+  // and evaluates through, in one process and in a pipeline alike, so that its loss fuses
+  // log_softmax with CTC (ctc_loss_from_logits) in both.
+  virtual const LayerSequence& logit_layers() const = 0;
   // Output frames for `frames` input frames (CTC needs at least as many as labels).
   virtual int64_t output_frames(int64_t frames) const = 0;
 };
+
+// The log_softmax over the classes of a speech model's logits [T', N, C] that ends its
+// forward(); half-precision logits are normalised in f32, as the peer's
+// .float().log_softmax(-1).
+Tensor speech_log_probabilities(const Tensor& logits);
 
 // An image classifier: images [N, in-channels, H, W] to logits [N, num-classes]; its layers
 // run on the LayerValue {images, undefined lengths}.

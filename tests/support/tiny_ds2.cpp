@@ -40,7 +40,7 @@ TrainerOptions tiny_vgg_options(const std::string& train_manifest) {
 
 PipelineLoss task_pipeline_loss(Task& task, Device device) {
   return [&task, device](const LayerValue& output, const std::vector<Tensor>& targets) {
-    return task.pipeline_loss(output, targets, device);
+    return task.loss(output, targets, device);
   };
 }
 

@@ -22,7 +22,7 @@ TrainerOptions tiny_ds2_options(const std::string& train_manifest);
 TrainerOptions tiny_vgg_options(const std::string& train_manifest);
 
 // The last stage's loss as the pipeline tests hand it to PipelineParallel: the task's
-// pipeline_loss, unscaled. `task` must outlive the pipeline.
+// loss, unscaled. `task` must outlive the pipeline.
 PipelineLoss task_pipeline_loss(Task& task, Device device);
 
 }  // namespace sonata::testing

@@ -136,14 +136,14 @@ TEST_CASE("trainer: --features-on step jitters images in the step as prepare() d
 
   const std::vector<int64_t> items{0, 1, 2, 3};
   const HostBatch step_batch = step.prepare(items, 1);
-  // The host batch is not jittered: that happens in loss().
+  // The host batch is not jittered: that happens in the step (Task::input).
   CHECK(step_batch[ImageBatch::image].to_vector<float>() ==
         plain.prepare(items, 1)[ImageBatch::image].to_vector<float>());
-  const double load_loss = load.loss(load.prepare(items, 1), Device::cpu()).item();
-  const double step_loss = step.loss(step_batch, Device::cpu()).item();
+  const double load_loss = batch_loss(load, load.prepare(items, 1), Device::cpu()).item();
+  const double step_loss = batch_loss(step, step_batch, Device::cpu()).item();
   CHECK(std::isfinite(load_loss));
   CHECK(step_loss == load_loss);
   // Another epoch draws other factors, so the loss moves.
-  CHECK(step.loss(step.prepare(items, 2), Device::cpu()).item() != step_loss);
+  CHECK(batch_loss(step, step.prepare(items, 2), Device::cpu()).item() != step_loss);
 }
 #endif

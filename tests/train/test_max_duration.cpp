@@ -86,7 +86,7 @@ class OutOfMemoryTask : public WeightTask {
     for (const int64_t item : items) batch.sources.push_back(str("clip_", item, ".wav"));
     return batch;
   }
-  Tensor loss(const HostBatch&, Device) override {
+  Tensor loss(const LayerValue&, const std::vector<Tensor>&, Device) override {
     throw Error("out of CPU memory allocating 32768 bytes");
   }
 };

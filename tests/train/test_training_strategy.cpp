@@ -28,7 +28,8 @@ using Catch::Contains;
 
 namespace {
 
-// Eight items of lengths 1..8 in classes 0/1, sampled as `kind` says; y = w . x.
+// Eight items of lengths 1..8 in classes 0/1, sampled as `kind` says; y = w . x (WeightTask's
+// layer and loss).
 class SamplingTask : public WeightTask {
  public:
   explicit SamplingTask(SamplingKind kind) : WeightTask(2, "sampling"), kind_(kind) {}
@@ -39,7 +40,6 @@ class SamplingTask : public WeightTask {
   HostBatch prepare(const std::vector<int64_t>& items, int64_t) const override {
     return {{{"input", ones({2}), true}}, int64_t(items.size()), 0.0};
   }
-  Tensor loss(const HostBatch& batch, Device) override { return sum(weight() * batch["input"]); }
 
  private:
   SamplingKind kind_;

@@ -59,7 +59,7 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
   stage_group_ = world_->split(replica_, stage_index_);
   if (replica_count_ > 1) replica_group_ = world_->split(stage_index_, replica_);
 
-  LayerSequence layers = task.pipeline_layers();
+  LayerSequence layers = task.layers();
   SONATA_CHECK(layers.size() >= size_t(stage_count_), "--pipeline-stages ", stage_count_,
                ": the model has only ", layers.size(), " layers to cut into stages");
   StagePlan plan;
@@ -80,7 +80,7 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
       std::vector<int64_t> items;
       for (int64_t i = 0; i < std::min(options.batch_size, task.train_items()); ++i)
         items.push_back(i);
-      costs = measure_layer_times(layers, task.pipeline_input(task.prepare(items, 0), device));
+      costs = measure_layer_times(layers, task.input(task.prepare(items, 0), device));
     }
     plan = partition_with_row_pieces(layers, broadcast_costs(*world_, costs), stage_count_);
     basis = "by measured time";
@@ -255,7 +255,7 @@ EvalCounts PipelineParallel::evaluate(const std::string& split, Device device) {
   const std::unique_ptr<EvalPass> pass = task_.eval_pass(split, replica_, replica_count_);
   task_.model().eval();
   pipeline_->forward_only(
-      pass->batch_count(), [&](int64_t b) { return pass->input(pass->batch(b), device); },
+      pass->batch_count(), [&](int64_t b) { return task_.input(pass->batch(b), device); },
       [&](int64_t b, const LayerValue& output) { pass->add(output, pass->batch(b)); });
   task_.model().train();
   EvalCounts counts = pass->finish();
@@ -277,8 +277,8 @@ PipelineStepResult PipelineParallel::step(const std::vector<HostBatch>& batches,
   std::vector<LayerValue> inputs;
   std::vector<std::vector<Tensor>> targets;
   for (const HostBatch& batch : batches) {
-    if (stage_->is_first()) inputs.push_back(task_.pipeline_input(batch, device));
-    if (stage_->is_last()) targets.push_back(task_.pipeline_targets(batch));
+    if (stage_->is_first()) inputs.push_back(task_.input(batch, device));
+    if (stage_->is_last()) targets.push_back(task_.targets(batch));
   }
   return pipeline_->step_micro_batches(int(batches.size()), inputs, targets, reducer_.get());
 }

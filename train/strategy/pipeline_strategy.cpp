@@ -14,7 +14,7 @@ PipelineStrategy::PipelineStrategy(StrategyKind kind, const TrainerOptions& opti
   // The last stage's loss of one micro-batch, tracked and scaled.
   PipelineLoss loss = [&task, device, hooks = std::move(hooks)](
                           const LayerValue& output, const std::vector<Tensor>& targets) {
-    const Tensor value = task.pipeline_loss(output, targets, device);
+    const Tensor value = task.loss(output, targets, device);
     hooks.track(value.detach());
     return hooks.scale(value);
   };

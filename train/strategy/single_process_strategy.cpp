@@ -11,7 +11,7 @@ int64_t micro_batch_backward(Task& task, Device device, const LossHooks& hooks,
   // Out of memory in the forward or backward pass names the batch's clips (one overlong clip
   // is the usual cause).
   with_batch_named(batch, [&] {
-    loss = task.loss(batch, device);
+    loss = batch_loss(task, batch, device);
     SONATA_NVTX_RANGE("sonata::step::backward");
     hooks.scale(loss * (1.0 / double(micro))).backward();
   });

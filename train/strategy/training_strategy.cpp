@@ -47,7 +47,7 @@ Tensor TrainingStrategy::agree_and_clip(LossScaler&, const std::vector<Tensor>& 
 EvalCounts TrainingStrategy::evaluate(Task& task, const std::string& split, Device device,
                                       int64_t rank, int64_t world) {
   before_evaluation();
-  return task.evaluate(split, device, rank, world);
+  return sonata::evaluate(task, split, device, rank, world);
 }
 
 std::string TrainingStrategy::save_checkpoint(CheckpointManager* checkpoints,

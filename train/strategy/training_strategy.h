@@ -88,7 +88,7 @@ class TrainingStrategy {
   // holds it.
   virtual OptimizerState local_optimizer_state(OptimizerState whole) const { return whole; }
   // This rank's evaluation counts of `split` (summed over ranks by the loop). The default:
-  // before_evaluation(), then the task's evaluate() of this rank's shard.
+  // before_evaluation(), then evaluate() (train/task.h) of this rank's shard.
   virtual EvalCounts evaluate(Task& task, const std::string& split, Device device, int64_t rank,
                               int64_t world);
   // Before an evaluation (every rank evaluates the whole model on its shard) and after the

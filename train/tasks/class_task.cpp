@@ -100,27 +100,28 @@ HostBatch ClassTask::prepare(const std::vector<int64_t>& items, int64_t epoch) c
   return batcher_.training(train_, items, epoch);
 }
 
-Tensor ClassTask::model_input(const HostBatch& batch, Device device) const {
+LayerValue ClassTask::input(const HostBatch& batch, Device device) {
   Tensor images;
   {
     SONATA_NVTX_RANGE("sonata::step::host_to_device");
     images = batch[ImageBatch::image].to(device, true);
   }
-  if (!batch.has(ImageBatch::augment_keys)) return images.to(compute_dtype_);
+  if (!batch.has(ImageBatch::augment_keys)) return {images.to(compute_dtype_), Tensor()};
   // --features-on step: prepare()'s jitter here, on the device.
   SONATA_NVTX_RANGE("sonata::step::augment");
-  return batcher_.step_jitter(images, batch).to(compute_dtype_);
+  return {batcher_.step_jitter(images, batch).to(compute_dtype_), Tensor()};
 }
 
-Tensor ClassTask::loss(const HostBatch& batch, Device device) {
-  const Tensor images = model_input(batch, device);
-  const Tensor labels = batch[ImageBatch::label].to(device, true);
-  SONATA_NVTX_RANGE("sonata::step::forward");
-  const Tensor logits = model_->forward(images);
-  return cross_entropy(cast(logits, DType::f32), labels);
+std::vector<Tensor> ClassTask::targets(const HostBatch& batch) const {
+  return {batch[ImageBatch::label]};
 }
 
-// evaluate() batch by batch. Whole tracks per shard (tracks rank, rank + world, ...), so each
+Tensor ClassTask::loss(const LayerValue& output, const std::vector<Tensor>& targets,
+                       Device device) {
+  return cross_entropy(cast(output.x, DType::f32), targets.at(0).to(device, true));
+}
+
+// An evaluation batch by batch. Whole tracks per shard (tracks rank, rank + world, ...), so each
 // vote sees all its slices.
 class ClassEvalPass : public EvalPass {
  public:
@@ -144,10 +145,6 @@ class ClassEvalPass : public EvalPass {
 
   HostBatch batch(int64_t index) const override {
     return task_.batcher_.batch(data_, items(index));
-  }
-
-  LayerValue input(const HostBatch& batch, Device device) const override {
-    return {batch[ImageBatch::image].to(device, true).to(task_.compute_dtype_), Tensor()};
   }
 
   void add(const LayerValue& output, const HostBatch& batch) override {
@@ -292,23 +289,6 @@ DataReport ClassTask::data_report() const {
       report_too_long(report, data->name, data->too_long, policy_);
     }
   return report;
-}
-
-LayerSequence ClassTask::pipeline_layers() {
-  return model_->layers();
-}
-
-LayerValue ClassTask::pipeline_input(const HostBatch& batch, Device device) {
-  return {model_input(batch, device), Tensor()};
-}
-
-std::vector<Tensor> ClassTask::pipeline_targets(const HostBatch& batch) const {
-  return {batch[ImageBatch::label]};
-}
-
-Tensor ClassTask::pipeline_loss(const LayerValue& output, const std::vector<Tensor>& targets,
-                                Device device) {
-  return cross_entropy(cast(output.x, DType::f32), targets.at(0).to(device, true));
 }
 
 }  // namespace sonata

@@ -26,15 +26,24 @@ class ClassTask : public Task {
 
   Module& model() override { return *model_; }
   std::shared_ptr<Module> shared_model() override { return model_; }
+  // The model's layers, ending at the logits.
+  const LayerSequence& layers() const override { return model_->layers(); }
   int64_t train_items() const override { return int64_t(train_.images.size()); }
   std::vector<int64_t> train_lengths() const override;
   std::vector<int64_t> train_labels() const override { return train_.labels; }
   // Fixed-size items: uniform, or class-balanced under --class-balanced.
   SamplingKind sampling() const override;
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override;
-  Tensor loss(const HostBatch& batch, Device device) override;
-  EvalResult summarize(const EvalCounts& totals) const override;
+  // {images}: jittered here under --features-on step, in the compute dtype.
+  LayerValue input(const HostBatch& batch, Device device) override;
+  // {labels}.
+  std::vector<Tensor> targets(const HostBatch& batch) const override;
+  // Cross-entropy of the logits, in f32.
+  Tensor loss(const LayerValue& output, const std::vector<Tensor>& targets, Device device) override;
   bool has_split(const std::string& split) const override;
+  std::unique_ptr<EvalPass> eval_pass(const std::string& split, int64_t rank,
+                                      int64_t world) override;
+  EvalResult summarize(const EvalCounts& totals) const override;
   std::string best_metric() const override { return "accuracy"; }
   bool lower_is_better() const override { return false; }
   std::map<std::string, std::string> checkpoint_texts() const override;
@@ -44,20 +53,10 @@ class ClassTask : public Task {
   std::string describe() const override;
   const char* item_name() const override { return "img"; }
   DataReport data_report() const override;
-  LayerSequence pipeline_layers() override;
-  LayerValue pipeline_input(const HostBatch& batch, Device device) override;
-  std::vector<Tensor> pipeline_targets(const HostBatch& batch) const override;
-  Tensor pipeline_loss(const LayerValue& output, const std::vector<Tensor>& targets,
-                       Device device) override;
-  std::unique_ptr<EvalPass> eval_pass(const std::string& split, int64_t rank,
-                                      int64_t world) override;
 
  private:
   friend class ClassEvalPass;
 
-  // The model's input of a batch on `device`: features (computed here under --features-on
-  // step) or images (jittered here under --features-on step), in the compute dtype.
-  Tensor model_input(const HostBatch& batch, Device device) const;
   const ImageSplit& split(const std::string& name) const;
   ImageSplit load(const std::string& name, const std::string& manifest) const;
   TrainerOptions options_;

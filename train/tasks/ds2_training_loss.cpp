@@ -9,11 +9,15 @@ CtcOptions ds2_ctc_options() {
   return {.blank = Vocabulary::kBlank, .reduction = Reduction::mean, .zero_infinity = true};
 }
 
+Tensor ctc_training_loss(const Tensor& logits, const Tensor& logit_lengths, const Tensor& targets,
+                         const Tensor& target_lengths) {
+  return ctc_loss_from_logits(logits, targets, logit_lengths, target_lengths, ds2_ctc_options());
+}
+
 Tensor ds2_training_loss(SpeechModel& model, const Tensor& input, const Tensor& input_lengths,
                          const Tensor& targets, const Tensor& target_lengths) {
   const SpeechOutput out = model.forward_logits(input, input_lengths);
-  return ctc_loss_from_logits(out.output, targets, out.output_lengths, target_lengths,
-                              ds2_ctc_options());
+  return ctc_training_loss(out.output, out.output_lengths, targets, target_lengths);
 }
 
 }  // namespace sonata

@@ -1,8 +1,9 @@
 #pragma once
 // A speech model's training loss as the trainer computes it (DeepSpeech2's recipe, for every
-// model of the speech family): the logits (forward_logits) and the fused log_softmax + CTC
-// (ctc_loss_from_logits), blank 0, mean over the batch, zero_infinity. SpeechTask::loss() and
-// the DS2 benchmarks (bench_models --work ds2, bench_ddp) both call it, so that the
+// model of the speech family): the fused log_softmax + CTC of the logits
+// (ctc_loss_from_logits), blank 0, mean over the batch, zero_infinity. SpeechTask::loss()
+// (of its layers' output, SpeechModel::logit_layers) and the DS2 benchmarks (bench_models
+// --work ds2, bench_ddp, through ds2_training_loss) both call ctc_training_loss, so that the
 // benchmarks time what trains.
 #include "engine/ops/ctc.h"
 #include "engine/tensor.h"
@@ -12,8 +13,13 @@ namespace sonata {
 
 CtcOptions ds2_ctc_options();
 
-// `input` [N, 1, T, mels] with `input_lengths` frames; `targets` padded [N, S] with
-// `target_lengths`. A 0-dim f32 tensor.
+// `logits` [T', N, C] with `logit_lengths` frames; `targets` padded [N, S] (or concatenated)
+// with `target_lengths`. A 0-dim f32 tensor.
+Tensor ctc_training_loss(const Tensor& logits, const Tensor& logit_lengths, const Tensor& targets,
+                         const Tensor& target_lengths);
+
+// The logits of `input` [N, 1, T, mels] with `input_lengths` frames (forward_logits), then
+// ctc_training_loss.
 Tensor ds2_training_loss(SpeechModel& model, const Tensor& input, const Tensor& input_lengths,
                          const Tensor& targets, const Tensor& target_lengths);
 

@@ -33,10 +33,6 @@ std::shared_ptr<SpeechModel> make_task_model(const TrainerOptions& options, int6
   return make_speech_model(options.model, config);
 }
 
-CtcOptions ctc_options() {
-  return ds2_ctc_options();
-}
-
 SpecAugmentOptions spec_augment_options(const TrainerOptions& options) {
   SpecAugmentOptions masks;
   masks.freq_masks = options.freq_masks;
@@ -134,28 +130,32 @@ HostBatch SpeechTask::prepare(const std::vector<int64_t>& items, int64_t epoch) 
   return batcher_.features(train_, items, epoch, /*training=*/true);
 }
 
-Tensor SpeechTask::model_input(const HostBatch& batch, Device device) {
+LayerValue SpeechTask::input(const HostBatch& batch, Device device) {
+  // A batch of samples (prepare() under --features-on step) is featurised on the device;
+  // one of features (the other training batches, and every evaluation batch) is not.
+  const bool samples = batch.has(SpeechBatch::sample_lengths);
   Tensor input;
   {
     SONATA_NVTX_RANGE("sonata::step::host_to_device");
     input = batch[SpeechBatch::input].to(device, true);
-    if (options_.features_on == "load") input = input.to(compute_dtype_);
+    if (!samples) input = input.to(compute_dtype_);
   }
-  if (options_.features_on == "step") {
+  if (samples) {
     SONATA_NVTX_RANGE("sonata::step::features");
     input = batcher_.step_features(input, batch).to(compute_dtype_);
   }
-  return input;
+  return {input, batch[SpeechBatch::input_lengths]};
 }
 
-Tensor SpeechTask::loss(const HostBatch& batch, Device device) {
-  const Tensor input = model_input(batch, device);
-  SONATA_NVTX_RANGE("sonata::step::forward");
-  return ds2_training_loss(*model_, input, batch[SpeechBatch::input_lengths],
-                           batch[SpeechBatch::targets], batch[SpeechBatch::target_lengths]);
+std::vector<Tensor> SpeechTask::targets(const HostBatch& batch) const {
+  return {batch[SpeechBatch::targets], batch[SpeechBatch::target_lengths]};
 }
 
-// evaluate() batch by batch: this shard's clips, longest first, so padding is small and the
+Tensor SpeechTask::loss(const LayerValue& output, const std::vector<Tensor>& targets, Device) {
+  return ctc_training_loss(output.x, output.lengths, targets.at(0), targets.at(1));
+}
+
+// An evaluation batch by batch: this shard's clips, longest first, so padding is small and the
 // first batch shows the memory peak.
 class SpeechEvalPass : public EvalPass {
  public:
@@ -181,18 +181,16 @@ class SpeechEvalPass : public EvalPass {
     return task_.batcher_.features(data_, items(index), 0, /*training=*/false);
   }
 
-  LayerValue input(const HostBatch& batch, Device device) const override {
-    return {batch[SpeechBatch::input].to(device, true).to(task_.compute_dtype_),
-            batch[SpeechBatch::input_lengths]};
-  }
-
+  // `output`: the logits. Normalised as the model's forward() does, so that the counts are
+  // those of its log-probabilities.
   void add(const LayerValue& output, const HostBatch& batch) override {
     const std::vector<int64_t> clips = items(added_++);
+    const Tensor device_log_probs = speech_log_probabilities(output.x);
     // Per-clip losses divided by their target lengths (the mean reduction's weighting).
-    CtcOptions none_options = ctc_options();
+    CtcOptions none_options = ds2_ctc_options();
     none_options.reduction = Reduction::none;
     const Tensor target_lengths = batch[SpeechBatch::target_lengths];
-    const Tensor losses = ctc_loss(output.x, batch[SpeechBatch::targets], output.lengths,
+    const Tensor losses = ctc_loss(device_log_probs, batch[SpeechBatch::targets], output.lengths,
                                    target_lengths, none_options)
                               .to(Device::cpu());
     const auto lengths = target_lengths.to_vector<int64_t>();
@@ -201,7 +199,7 @@ class SpeechEvalPass : public EvalPass {
       loss_sum_ += values[n] / double(std::max<int64_t>(lengths[n], 1));
 
     const TrainerOptions& options = task_.options_;
-    const Tensor log_probs = output.x.to(Device::cpu());
+    const Tensor log_probs = device_log_probs.to(Device::cpu());
     std::vector<std::vector<int64_t>> greedy;
     {
       SONATA_NVTX_RANGE("sonata::eval::greedy_decode");
@@ -301,25 +299,6 @@ std::string SpeechTask::describe() const {
     text += skipped_text(data->skipped, data->too_long, "clips", input_policy(options_));
   }
   return text;
-}
-
-LayerSequence SpeechTask::pipeline_layers() {
-  return model_->layers();
-}
-
-LayerValue SpeechTask::pipeline_input(const HostBatch& batch, Device device) {
-  return {model_input(batch, device), batch[SpeechBatch::input_lengths]};
-}
-
-std::vector<Tensor> SpeechTask::pipeline_targets(const HostBatch& batch) const {
-  return {batch[SpeechBatch::targets], batch[SpeechBatch::target_lengths]};
-}
-
-// The layers end in log_softmax (as forward()), so this is ctc_loss, not the fused
-// ctc_loss_from_logits of loss(): equal up to rounding. `targets`: pipeline_targets' pair.
-Tensor SpeechTask::pipeline_loss(const LayerValue& output, const std::vector<Tensor>& targets,
-                                 Device) {
-  return ctc_loss(output.x, targets.at(0), output.lengths, targets.at(1), ctc_options());
 }
 
 }  // namespace sonata

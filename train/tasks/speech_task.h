@@ -28,34 +28,34 @@ class SpeechTask : public Task {
 
   Module& model() override { return *model_; }
   std::shared_ptr<Module> shared_model() override { return model_; }
+  // The model's layers ending at the logits (SpeechModel::logit_layers): loss() fuses
+  // log_softmax with CTC, and the evaluation normalises them itself.
+  const LayerSequence& layers() const override { return model_->logit_layers(); }
   int64_t train_items() const override { return train_.clips(); }
   std::vector<int64_t> train_lengths() const override;
   // Utterances differ in length: batches of similar ones pad little.
   SamplingKind sampling() const override { return SamplingKind::length_buckets; }
   HostBatch prepare(const std::vector<int64_t>& items, int64_t epoch) const override;
-  Tensor loss(const HostBatch& batch, Device device) override;
-  EvalResult summarize(const EvalCounts& totals) const override;
+  // {features, frames}: of a batch of samples (--features-on step) computed here.
+  LayerValue input(const HostBatch& batch, Device device) override;
+  // {targets, target_lengths}.
+  std::vector<Tensor> targets(const HostBatch& batch) const override;
+  // The fused log_softmax + CTC of the logits (ctc_training_loss, ds2_training_loss.h).
+  Tensor loss(const LayerValue& output, const std::vector<Tensor>& targets, Device device) override;
   bool has_split(const std::string& split) const override;
+  std::unique_ptr<EvalPass> eval_pass(const std::string& split, int64_t rank,
+                                      int64_t world) override;
+  EvalResult summarize(const EvalCounts& totals) const override;
   std::string best_metric() const override { return "cer"; }
   bool lower_is_better() const override { return true; }
   std::map<std::string, std::string> checkpoint_texts() const override;
   std::string describe() const override;
   const char* item_name() const override { return "utt"; }
   DataReport data_report() const override;
-  LayerSequence pipeline_layers() override;
-  LayerValue pipeline_input(const HostBatch& batch, Device device) override;
-  std::vector<Tensor> pipeline_targets(const HostBatch& batch) const override;
-  Tensor pipeline_loss(const LayerValue& output, const std::vector<Tensor>& targets,
-                       Device device) override;
-  std::unique_ptr<EvalPass> eval_pass(const std::string& split, int64_t rank,
-                                      int64_t world) override;
 
  private:
   friend class SpeechEvalPass;
 
-  // The model's input of a batch on `device`: features (computed here under --features-on
-  // step) or images (jittered here under --features-on step), in the compute dtype.
-  Tensor model_input(const HostBatch& batch, Device device);
   const SpeechSplit& split(const std::string& name) const;
 
   TrainerOptions options_;

@@ -1,5 +1,5 @@
 // A pipelined evaluation (PipelineParallel::evaluate: the eval batches forward through the
-// stages, the last stage counting) sums over the world to one process's Task::evaluate:
+// stages, the last stage counting) sums over the world to one process's evaluate() (train/task.h):
 // the same edit counts and clips, the loss equal up to the order of the sum with one
 // replica; with two, each replica batches other clips together (other padding, other GEMM
 // shapes in f32), so the loss agrees to f32 rounding.
@@ -43,7 +43,7 @@ TEST_CASE("a pipelined evaluation counts what one process's evaluate counts",
 
   manual_seed(options.seed);
   SpeechTask single(options, Vocabulary());
-  const EvalCounts expected = single.evaluate("val", cpu, 0, 1);
+  const EvalCounts expected = evaluate(single, "val", cpu, 0, 1);
 
   manual_seed(options.seed);
   SpeechTask task(options, Vocabulary());

@@ -156,7 +156,7 @@ TEST_CASE(
   {  // The trainer's partition (by parameter bytes) cuts the layer.
     manual_seed(options.seed);
     ClassTask task(options);
-    const LayerSequence layers = task.pipeline_layers();
+    const LayerSequence layers = task.layers();
     const StagePlan plan = partition_with_row_pieces(layers, layer_parameter_bytes(layers), stages);
     REQUIRE(plan.cut_layers == std::vector<std::string>{"classifier.0"});
   }

@@ -20,7 +20,8 @@ using sonata::testing::WeightTask;
 
 namespace {
 
-// y = w . x with w = (1, 1) and every item's x = (rank + 1, rank + 1).
+// y = w . x (WeightTask's layer and loss) with w = (1, 1) and every item's
+// x = (rank + 1, rank + 1).
 class RankTask : public WeightTask {
  public:
   explicit RankTask(int rank) : WeightTask(2, "rank"), rank_(rank) {}
@@ -29,7 +30,6 @@ class RankTask : public WeightTask {
   HostBatch prepare(const std::vector<int64_t>& items, int64_t) const override {
     return {{{"input", full({2}, double(rank_ + 1)), true}}, int64_t(items.size()), 0.0};
   }
-  Tensor loss(const HostBatch& batch, Device) override { return sum(weight() * batch["input"]); }
 
  private:
   int rank_;
