@@ -89,7 +89,7 @@ TEST_CASE("a pipeline cuts vgg19_bn's classifier.0 into row pieces, each stage h
                             sonata::testing::task_pipeline_loss(task, cpu));
   INFO(pipeline.describe());
   CHECK_THAT(pipeline.describe(), Catch::Contains("classifier.0 rows"));
-  AdamW optimizer(pipeline.stage_param_groups(weight_decay_groups(task.model(), 0.01)),
+  AdamW optimizer(pipeline.ownership().optimizer_groups(weight_decay_groups(task.model(), 0.01)),
                   AdamOptions{.lr = 1e-3});
   pipeline.start_training();
 

@@ -49,7 +49,7 @@ TEST_CASE("pipeline stages hold only their own parameters, gradients and optimiz
 
   PipelineParallel pipeline(options, task, shared_comm_group(), cpu,
                             sonata::testing::task_pipeline_loss(task, cpu));
-  AdamW optimizer(pipeline.stage_param_groups(weight_decay_groups(task.model(), 0.01)),
+  AdamW optimizer(pipeline.ownership().optimizer_groups(weight_decay_groups(task.model(), 0.01)),
                   AdamOptions{.lr = 1e-3});
   pipeline.start_training();
 
