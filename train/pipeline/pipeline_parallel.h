@@ -73,8 +73,6 @@ class PipelineParallel {
   void agree_found_inf(LossScaler& scaler);
   Tensor clip_global_norm(const std::vector<Tensor>& params, double max_norm);
 
-  // Every rank's whole model set to replica 0's stages (ownership().gather_model()).
-  void sync_model() { ownership_->gather_model(); }
   // The counts of an evaluation of `split` run through the pipeline (a collective over the
   // world): each replica evaluates its shard with replica 0's weights, its last stage
   // counting (Task::eval_pass); the other ranks return the same names with zeros, so the

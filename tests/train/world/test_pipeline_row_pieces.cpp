@@ -130,8 +130,8 @@ TEST_CASE("a pipeline cuts vgg19_bn's classifier.0 into row pieces, each stage h
   CHECK(total.item() >= single);  // every parameter is somewhere (the cut costs no copies)
   CHECK(total.item() <= single * 1.0001 + 1024 * stages);
 
-  // sync_model assembles the whole model again from the stages, pieces included.
-  pipeline.sync_model();
+  // gather_model assembles the whole model again from the stages, pieces included.
+  pipeline.ownership().gather_model();
   for (const auto& [name, tensor] : task.model().state_dict()) {
     INFO(name);
     CHECK(tensor.shape() == whole_shapes.at(name));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/deferred_init.h"
 #include "engine/nn/release.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/param_groups.h"
@@ -93,11 +94,22 @@ TEST_CASE("pipeline stages hold only their own parameters, gradients and optimiz
   world.all_reduce(total, ReduceOp::sum)->synchronize();
   CHECK(total.item() == double(whole_parameter_bytes) * double(R / stages));
 
-  // sync_model fills the whole model again (evaluation, the end of a run).
-  pipeline.sync_model();
+  // gather_model fills the whole model again (the end of a run).
+  pipeline.ownership().gather_model();
   for (const auto& [name, tensor] : task.model().state_dict()) {
     INFO(name);
     CHECK(tensor_bytes(tensor) == whole_bytes.at(name));
+  }
+  // The next step gives the other stages' parameters back again: deferred, shapes kept.
+  optimizer.zero_grad();
+  pipeline.step(batches, cpu);
+  optimizer.step();
+  for (const auto& [name, tensor] : task.model().state_dict()) {
+    if (!tensor.requires_grad() || mine.count(name)) continue;
+    INFO(name);
+    CHECK(tensor_bytes(tensor) == 0);
+    CHECK(is_deferred(tensor));
+    CHECK(whole_size(tensor) == whole_bytes.at(name));
   }
   world.barrier()->wait();
   if (world.rank() == 0) std::filesystem::remove_all(folder);
