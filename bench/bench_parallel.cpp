@@ -46,8 +46,6 @@
 #include "base/error.h"
 #include "bench/synthetic_spectrograms.h"
 #include "comm/bootstrap.h"
-#include "comm/pipeline/partition.h"
-#include "comm/pipeline/pipeline.h"
 #include "comm/pipeline/stage_state.h"
 #include "comm/reducer.h"
 #include "engine/allocator.h"
@@ -62,6 +60,7 @@
 #include "engine/random.h"
 #include "kernels/cpu/capability.h"
 #include "models/vgg.h"
+#include "train/pipeline/build_pipeline.h"
 
 using namespace sonata;
 
@@ -337,59 +336,45 @@ Row run_data_parallel(const Options& o, const std::shared_ptr<ProcessGroup>& wor
 }
 
 // `stages` ranks per replica; `replicas` > 1 adds a reducer over each stage's replicas.
-Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets,
-                 const std::string& strategy, PipelineSchedule schedule, int micro_batches,
-                 int replicas) {
+Row run_pipeline(const Options& o, const std::shared_ptr<ProcessGroup>& world,
+                 const TrainingSets* sets, const std::string& strategy, PipelineSchedule schedule,
+                 int micro_batches, int replicas) {
   Row row{strategy, schedule_name(schedule)};
-  const int stages = world.world_size() / replicas;
-  row.devices = world.world_size();
+  const int stages = world->world_size() / replicas;
+  row.devices = world->world_size();
   row.stages = stages;
   row.replicas = replicas;
   row.micro_batches = micro_batches;
   row.bubble = 0;
   row.ideal = ideal_bubble(stages, micro_batches);
-  const int replica = world.rank() / stages, s = world.rank() % stages;
-  const auto stage_group = world.split(replica, s);
-  const auto replica_group = world.split(s, replica);
-
-  // As the trainer builds it: no rank makes another stage's tensors (--balance time makes
-  // one layer at a time to time it, comm/pipeline/partition.h).
+  // As the trainer builds it (train/pipeline/build_pipeline.h): no rank makes another
+  // stage's tensors (--balance time makes one layer at a time to time it on rank 0,
+  // comm/pipeline/partition.h), and a layer larger than a stage's share goes in row pieces.
   const SetupPeak setup(o.device);
   auto model = make_model(o, true);
-  LayerSequence layers = model->pipeline_layers();
   const Batch batch = make_batch(o, o.batch / replicas);
-  std::vector<double> costs;
-  if (o.balance == "time") {
-    costs = measure_layer_times(
-        layers, {batch.x.slice(0, 0, std::max<int64_t>(1, batch.x.size(0) / micro_batches)), {}});
-    costs = broadcast_costs(world, costs);
-  } else {
-    costs = layer_parameter_bytes(layers);
-  }
-  // As the trainer cuts: a layer larger than a stage's share goes in row pieces.
-  StagePlan plan = partition_with_row_pieces(layers, costs, stages);
-  if (world.rank() == 0)
+  PipelineBuildOptions build;
+  build.stages = stages;
+  build.balance = o.balance;
+  build.timing_input = [&]() -> LayerValue {
+    return {batch.x.slice(0, 0, std::max<int64_t>(1, batch.x.size(0) / micro_batches)), {}};
+  };
+  build.pipeline = PipelineOptions{schedule, micro_batches};
+  BuiltPipeline built =
+      build_pipeline(world, model->pipeline_layers(), build,
+                     [](const LayerValue& out, const std::vector<Tensor>& targets) {
+                       return cross_entropy(out.x, targets[0]);
+                     });
+  if (world->rank() == 0)
     std::fprintf(stderr, "bench_parallel: %s stages %s\n", strategy.c_str(),
-                 stage_plan_str(plan).c_str());
-  auto stage = std::make_shared<PipelineStage>(std::move(plan.layers), plan.ranges, s);
-  Pipeline pipeline(
-      stage_group, stage,
-      [](const LayerValue& out, const std::vector<Tensor>& targets) {
-        return cross_entropy(out.x, targets[0]);
-      },
-      PipelineOptions{schedule, micro_batches});
-  // This rank makes and keeps only its stage's weights (as one process makes them).
-  std::vector<Tensor> own;
-  for (const auto& [name, tensor] : stage->state_dict()) own.push_back(tensor);
-  materialise(own);
-  stage->release_other_stages();
-  const auto optimizer = make_optimizer(o, stage->parameters());
-  std::unique_ptr<Reducer> reducer;
-  if (replicas > 1) reducer = std::make_unique<Reducer>(stage->named_parameters(), replica_group);
-  row.setup_peak_mb = reduce_value(world, setup.mib(), true);
+                 built.plan_text.c_str());
+  const PipelineStage& stage = *built.stage;
+  Reducer* reducer = built.reducer.get();
+  const auto optimizer = make_optimizer(o, stage.parameters());
+  row.setup_peak_mb = reduce_value(*world, setup.mib(), true);
   const Step step = [&](const Tensor& x, const Tensor& labels) {
     if (!reducer) optimizer->zero_grad();
-    const PipelineStepResult result = pipeline.step({x, Tensor()}, {labels}, reducer.get());
+    const PipelineStepResult result = built.pipeline->step({x, Tensor()}, {labels}, reducer);
     optimizer->step();
     return result.wait_seconds;
   };
@@ -397,11 +382,12 @@ Row run_pipeline(const Options& o, ProcessGroup& world, const TrainingSets* sets
   // are discarded.
   const int64_t rows = o.batch / replicas;
   train_and_evaluate(
-      o, world, sets, true, {replica * rows, rows}, step,
-      [&] { return merge_row_pieces(gather_state_dict(*stage_group, stage->state_dict())); }, row);
+      o, *world, sets, true, {built.replica * rows, rows}, step,
+      [&] { return merge_row_pieces(gather_state_dict(*built.stage_group, stage.state_dict())); },
+      row);
   measure(
-      o, world, true, row, [&] { return step(batch.x, batch.labels); },
-      [&] { return state_bytes(*model, stage->parameters(), *optimizer); });
+      o, *world, true, row, [&] { return step(batch.x, batch.labels); },
+      [&] { return state_bytes(*model, stage.parameters(), *optimizer); });
   return row;
 }
 
@@ -519,14 +505,13 @@ int main(int argc, char** argv) {
     rows.push_back(run_single(o, *world, data));
     if (W > 1) {
       rows.push_back(run_data_parallel(o, world, data));
+      rows.push_back(run_pipeline(o, world, data, "model parallel", PipelineSchedule::gpipe, 1, 1));
       rows.push_back(
-          run_pipeline(o, *world, data, "model parallel", PipelineSchedule::gpipe, 1, 1));
-      rows.push_back(
-          run_pipeline(o, *world, data, "pipeline", PipelineSchedule::gpipe, o.micro_batches, 1));
-      rows.push_back(run_pipeline(o, *world, data, "pipeline", PipelineSchedule::one_f_one_b,
+          run_pipeline(o, world, data, "pipeline", PipelineSchedule::gpipe, o.micro_batches, 1));
+      rows.push_back(run_pipeline(o, world, data, "pipeline", PipelineSchedule::one_f_one_b,
                                   o.micro_batches, 1));
       if (W >= 4 && W % 2 == 0)
-        rows.push_back(run_pipeline(o, *world, data, "hybrid", PipelineSchedule::one_f_one_b,
+        rows.push_back(run_pipeline(o, world, data, "hybrid", PipelineSchedule::one_f_one_b,
                                     o.micro_batches, W / 2));
     }
     if (world->rank() == 0) {

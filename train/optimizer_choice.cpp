@@ -8,12 +8,12 @@
 namespace sonata {
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, Module& model, double lr,
-                                          const TrainingStrategy& strategy) {
+                                          StateOwnership& ownership) {
   std::vector<ParamGroup> groups =
       o.decay_norm_and_bias ? std::vector<ParamGroup>{ParamGroup{
                                   model.parameters(), {{"weight_decay", o.weight_decay}}}}
                             : weight_decay_groups(model, o.weight_decay);
-  groups = strategy.optimizer_groups(std::move(groups));  // a pipeline stage's only
+  groups = ownership.optimizer_groups(std::move(groups));
   if (o.optimizer == "sgd")
     return std::make_unique<SGD>(std::move(groups), SgdOptions{.lr = lr,
                                                                .momentum = o.momentum,

@@ -7,14 +7,15 @@
 #include "engine/nn/module.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
-#include "train/strategy/training_strategy.h"
+#include "train/strategy/state_ownership.h"
 #include "train/trainer_options.h"
 
 namespace sonata {
 
-// Under a pipeline the groups are the strategy's stage's (TrainingStrategy::optimizer_groups).
+// Over the parameters this rank holds (`ownership`: all of them, or a pipeline stage's), the
+// groups numbered as in one process.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, Module& model, double lr,
-                                          const TrainingStrategy& strategy);
+                                          StateOwnership& ownership);
 
 // Warmup, then the main phase, then the flat tail, over `length` schedule units.
 LrSchedule make_schedule(const OptimizerOptions& options, double peak_lr, double length);

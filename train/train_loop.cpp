@@ -90,9 +90,9 @@ TrainResult TrainingRun::train() {
   schedule_in_steps_ = o_.schedule_unit == "steps";
   schedule_ =
       make_schedule(o_, peak_lr, schedule_in_steps_ ? double(total_steps_) : double(epochs_));
-  // Under a pipeline the optimizer holds this stage's parameters (the strategy maps its state
-  // to one process's numbering and back).
-  optimizer_ = make_optimizer(o_, model_, peak_lr, *strategy_);
+  // Over the parameters this rank holds (a pipeline stage's alone), numbered as in one
+  // process so that checkpoints map onto them.
+  optimizer_ = make_optimizer(o_, model_, peak_lr, strategy_->ownership());
   parameters_ = strategy_->parameters();
   if (!o_.checkpoint_dir.empty() && is_main())
     checkpoints_ = std::make_unique<CheckpointManager>(o_.checkpoint_dir, o_.keep_checkpoints,
@@ -120,7 +120,8 @@ TrainResult TrainingRun::train() {
     }
     save_checkpoint(position_, metric);
   }
-  strategy_->after_training();
+  // Every rank's model whole, for whoever uses it next (the trainer command has none).
+  if (o_.gather_model) strategy_->ownership().gather_model();
   progress_.finish();
   // Nobody reads a checkpoint before rank 0 has finished writing it (a resume may follow).
   if (group_) group_->barrier()->synchronize();

@@ -21,15 +21,10 @@ TrainPosition TrainingRun::resume() {
     progress_.print(str("--resume auto: no checkpoint in ", o_.checkpoint_dir, " yet; starting"));
   } else {
     std::vector<std::string> notes;
-    // Under a pipeline each rank reads its stage's tensors alone.
-    const std::optional<CheckpointSelection> selection = strategy_->checkpoint_selection();
-    PartialTrainingState loaded =
-        selection ? load_resume_checkpoint_part(path, o_, *selection, &source)
-                  : PartialTrainingState{load_resume_checkpoint(path, o_, &source), {}};
-    strategy_->take_model_pieces(loaded.state.model);
-    loaded.state.optimizer = strategy_->local_optimizer_state(std::move(loaded.state.optimizer));
-    start = restore_training_state(loaded.state, o_, task_, *optimizer_, *scaler_, &notes,
-                                   selection ? &loaded.model_in_file : nullptr);
+    // What this rank holds of it, as it holds it (a pipeline stage: its own tensors alone).
+    const PartialTrainingState loaded =
+        load_resume_checkpoint(path, o_, strategy_->ownership(), &source);
+    start = restore_training_state(loaded, o_, task_, *optimizer_, *scaler_, &notes);
     check_epoch_length(loaded.state, start.step);
     progress_.print(str("resumed from ", source.folder, " at step ", start.step, " (epoch ",
                         start.epoch + 1, ", batch ", start.batch, ")"));
@@ -80,15 +75,19 @@ void TrainingRun::save_checkpoint(const TrainPosition& position, std::optional<d
   SONATA_NVTX_RANGE("sonata::checkpoint");
   // Only good checkpoints: none while the loss is non-finite (the weights are then those of
   // the last good step anyway, and resuming into the NaN run would help no one). Where
-  // every rank takes part in saving, they decide alike.
+  // several ranks hold parts of the checkpoint, they decide alike.
+  const StateOwnership& ownership = strategy_->ownership();
   const bool bad_here = bad_streak_.defined() && bad_streak_.item() > 0;
-  if (strategy_->bad_anywhere(bad_here)) return;
-  if (!strategy_->saves_on_every_rank() && !checkpoints_) return;
+  if (ownership.on_any_holder(bad_here)) return;
   last_saved_step_ = position.step;
-  TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
-  state.scalars[kStepsPerEpoch] = double(steps_per_epoch_);
+  const auto capture = [&] {
+    TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
+    state.scalars[kStepsPerEpoch] = double(steps_per_epoch_);
+    return state;
+  };
+  // In one process's format, whoever holds its parts; written by the writer (checkpoints_).
   const std::string path =
-      strategy_->save_checkpoint(checkpoints_.get(), state, position.step, metric);
+      ownership.write_checkpoint(checkpoints_.get(), capture, position.step, metric);
   if (!checkpoints_) return;
   result_.last_checkpoint = path;
   metrics_.write(

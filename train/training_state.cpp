@@ -33,16 +33,14 @@ TrainingState capture_training_state(const TrainerOptions& options, Task& task,
   return state;
 }
 
-TrainPosition restore_training_state(const TrainingState& state, const TrainerOptions& options,
-                                     Task& task, Optimizer& optimizer, LossScaler& scaler,
-                                     std::vector<std::string>* notes,
-                                     const std::vector<TensorSpec>* model_in_file) {
+TrainPosition restore_training_state(const PartialTrainingState& loaded,
+                                     const TrainerOptions& options, Task& task,
+                                     Optimizer& optimizer, LossScaler& scaler,
+                                     std::vector<std::string>* notes) {
+  const TrainingState& state = loaded.state;
   std::map<std::string, std::string> expected = task.checkpoint_texts();
   expected["model"] = options.model;
-  if (model_in_file)
-    check_compatible(*model_in_file, state.texts, task.model().state_dict(), expected);
-  else
-    check_compatible(state, task.model().state_dict(), expected);
+  check_compatible(loaded.model_in_file, state.texts, task.model().state_dict(), expected);
 
   auto scalar = [&](const char* key) {
     const auto found = state.scalars.find(key);
@@ -62,8 +60,9 @@ TrainPosition restore_training_state(const TrainingState& state, const TrainerOp
                           nlohmann::json::parse(options.to_json()), position.step, position.epoch,
                           position.batch);
 
+  // The fit judged whole above: what this rank holds of it is loaded.
   LoadStateOptions load_options;
-  load_options.only_given = model_in_file != nullptr;
+  load_options.only_given = true;
   load_state_dict(task.model(), state.model, load_options);
   // The hyper-parameters are this command line's (as the notes say), the state the
   // checkpoint's: torch's load_state_dict would bring back the old lr, betas and decay.
@@ -110,11 +109,10 @@ TrainingState load_resume_checkpoint(const std::string& path, const TrainerOptio
   return resume_or_refuse(options, [&] { return load_checkpoint(path, source); });
 }
 
-PartialTrainingState load_resume_checkpoint_part(const std::string& path,
-                                                 const TrainerOptions& options,
-                                                 const CheckpointSelection& selection,
-                                                 CheckpointSource* source) {
-  return resume_or_refuse(options, [&] { return load_checkpoint_part(path, selection, source); });
+PartialTrainingState load_resume_checkpoint(const std::string& path, const TrainerOptions& options,
+                                            const StateOwnership& ownership,
+                                            CheckpointSource* source) {
+  return resume_or_refuse(options, [&] { return ownership.read_checkpoint(path, source); });
 }
 
 }  // namespace sonata

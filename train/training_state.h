@@ -10,6 +10,7 @@
 #include "engine/amp/loss_scaler.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/optim/optimizer.h"
+#include "train/strategy/state_ownership.h"
 #include "train/task.h"
 #include "train/trainer_options.h"
 
@@ -25,18 +26,18 @@ TrainingState capture_training_state(const TrainerOptions& options, Task& task,
                                      const Optimizer& optimizer, const LossScaler& scaler,
                                      const TrainPosition& position);
 
-// Loads `state` into the model, optimizer and scaler (after checking it fits them) and
-// returns where to continue. `notes` receives a line per option that differs from the run
-// that wrote the checkpoint, applied from its step on (the optimizer's hyper-parameters are
-// `optimizer`'s own, from this command line, not the checkpoint's); a change that cannot be
-// honoured throws before anything is loaded (resume_changes.h). `model_in_file`, when
-// state.model holds only part of the checkpoint's model (load_checkpoint_part): what every
-// tensor of the checkpoint's model is, which the fit is judged by; then only state.model's
-// entries are loaded and the rest of the model is left as it is.
-TrainPosition restore_training_state(const TrainingState& state, const TrainerOptions& options,
-                                     Task& task, Optimizer& optimizer, LossScaler& scaler,
-                                     std::vector<std::string>* notes,
-                                     const std::vector<TensorSpec>* model_in_file = nullptr);
+// Loads `loaded` (load_resume_checkpoint: what this rank holds of a checkpoint) into the
+// model, optimizer and scaler, after checking that the checkpoint's whole model
+// (loaded.model_in_file) fits this one, and returns where to continue. Only the model entries
+// loaded holds are loaded; the rest of the model (another pipeline stage's) is left as it is.
+// `notes` receives a line per option that differs from the run that wrote the checkpoint,
+// applied from its step on (the optimizer's hyper-parameters are `optimizer`'s own, from this
+// command line, not the checkpoint's); a change that cannot be honoured throws before
+// anything is loaded (resume_changes.h).
+TrainPosition restore_training_state(const PartialTrainingState& loaded,
+                                     const TrainerOptions& options, Task& task,
+                                     Optimizer& optimizer, LossScaler& scaler,
+                                     std::vector<std::string>* notes);
 
 // The checkpoint --resume names: "auto" is --checkpoint-dir, whose newest step folder that
 // loads is loaded, or "" when it holds no step folder yet, so that a preemptible job can
@@ -48,10 +49,10 @@ std::string resume_path(const TrainerOptions& options);
 // run would train over them.
 TrainingState load_resume_checkpoint(const std::string& path, const TrainerOptions& options,
                                      CheckpointSource* source);
-// The same keeping only the selected tensors (load_checkpoint_part).
-PartialTrainingState load_resume_checkpoint_part(const std::string& path,
-                                                 const TrainerOptions& options,
-                                                 const CheckpointSelection& selection,
-                                                 CheckpointSource* source);
+// The same as this rank holds it (StateOwnership::read_checkpoint): the whole state, or a
+// pipeline stage's tensors alone under its optimizer's numbering.
+PartialTrainingState load_resume_checkpoint(const std::string& path, const TrainerOptions& options,
+                                            const StateOwnership& ownership,
+                                            CheckpointSource* source);
 
 }  // namespace sonata

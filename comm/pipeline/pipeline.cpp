@@ -108,11 +108,10 @@ void Pipeline::forward_only(int64_t count, const std::function<LayerValue(int64_
                             const std::function<void(int64_t, const LayerValue&)>& take) {
   NoGradGuard no_grad;
   const int s = stage_->index();
-  // One batch in flight: tags can repeat (every message of a batch is matched before the
-  // next batch's are posted), which keeps them below the state exchanges' (stage_state.cpp).
-  constexpr int64_t kTagCycle = 1000;
+  // One batch in flight: tags can repeat, which keeps them below the state exchanges'
+  // (message_tags.h).
   for (int64_t b = 0; b < count; ++b) {
-    const int tag_batch = int(b % kTagCycle);
+    const int tag_batch = int(b % kForwardTagCycle);
     const LayerValue value =
         stage_->is_first() ? input(b) : recv_value(*group_, s - 1, tag_batch, nullptr);
     const LayerValue output = stage_->forward(value);

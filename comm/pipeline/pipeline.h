@@ -57,8 +57,9 @@ class PipelineStage {
   // The other stages' parameters and buffers (those this stage shares left out), and those
   // of the whole layers cut into row pieces (ModelLayer::whole), which no stage trains.
   NamedTensors other_stages_state() const;
-  // Frees the storage of other_stages_state() (engine/nn/release.h), so that this process
-  // holds only its stage's weights; their handles stay valid and can be filled again.
+  // Frees the storage of other_stages_state() (engine/nn/release.h: deferred again, shapes
+  // kept), so that this process holds only its stage's weights; their handles stay valid and
+  // can be filled again.
   void release_other_stages() const;
 
   LayerValue forward(const LayerValue& input) const { return run_layers(layers_, range(), input); }

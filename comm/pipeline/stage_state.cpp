@@ -4,15 +4,17 @@
 #include <string>
 
 #include "base/error.h"
+#include "comm/pipeline/message_tags.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
 
 namespace sonata {
 namespace {
 
-// Tags of their own, apart from the pipeline's per-micro-batch ones.
-constexpr int kSizeTag = 30000, kNamesTag = 30001, kShapesTag = 30002, kStatusTag = 30003,
-              kTensorTag = 30004;
+// Tags of their own, apart from the pipeline's per-micro-batch ones (message_tags.h).
+constexpr int kSizeTag = tag_of(StateTag::size), kNamesTag = tag_of(StateTag::names),
+              kShapesTag = tag_of(StateTag::shapes), kStatusTag = tag_of(StateTag::status),
+              kTensorTag = tag_of(StateTag::tensor);
 constexpr int64_t kMaxDims = 8;
 constexpr int64_t kShapeWords = 2 + kMaxDims;  // dtype, dims, sizes
 

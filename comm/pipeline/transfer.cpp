@@ -8,7 +8,6 @@ namespace sonata {
 namespace {
 
 constexpr int64_t kMaxDims = 8;
-constexpr int kMessageKinds = 8;
 
 // [dtype, dims, number of lengths (-1: none), size 0, ..., size kMaxDims - 1]
 constexpr int64_t kHeaderWords = 3 + kMaxDims;
@@ -16,7 +15,10 @@ constexpr int64_t kHeaderWords = 3 + kMaxDims;
 }  // namespace
 
 int pipe_tag(int micro_batch, PipeMessage kind) {
-  return micro_batch * kMessageKinds + int(kind);
+  SONATA_CHECK(micro_batch >= 0 && micro_batch <= kMaxMicroBatches, "pipeline: micro-batch ",
+               micro_batch, " is past the ", kMaxMicroBatches,
+               " whose message tags stay apart from the state exchanges'");
+  return micro_batch * kPipeMessageKinds + int(kind);
 }
 
 void timed_wait(Work& work, double* waited_seconds) {
@@ -27,8 +29,8 @@ void timed_wait(Work& work, double* waited_seconds) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::vector<std::shared_ptr<Work>> send_value(ProcessGroup& group, const LayerValue& value, int peer,
-                                              int micro_batch) {
+std::vector<std::shared_ptr<Work>> send_value(ProcessGroup& group, const LayerValue& value,
+                                              int peer, int micro_batch) {
   const Tensor x = value.x.detach().contiguous();
   SONATA_CHECK(x.dim() <= kMaxDims, "pipeline: an activation of ", x.dim(),
                " dimensions cannot be sent (at most ", kMaxDims, ")");

@@ -1,11 +1,12 @@
 // The pipeline's pure parts: schedules written out by hand, partitions worked out by hand,
-// micro-batch sizes. They need no peers; every world size runs them alike.
+// micro-batch sizes, message tags. They need no peers; every world size runs them alike.
 #include <catch2/catch.hpp>
 
 #include "base/error.h"
 #include "comm/pipeline/micro_batch.h"
 #include "comm/pipeline/partition.h"
 #include "comm/pipeline/schedule.h"
+#include "comm/pipeline/transfer.h"
 #include "engine/ops.h"
 
 using namespace sonata;
@@ -110,4 +111,15 @@ TEST_CASE("micro-batches split dim 0 as tensor_split does", "[comm][pipeline]") 
   CHECK(targets[2][0].to_vector<int64_t>() == std::vector<int64_t>{2, 1});
   CHECK(targets[2][1].shape() == Shape{2, 2});
   CHECK_THROWS_WITH(split_targets({lengths}, 6, 3), Catch::Contains("must have the batch's 6"));
+}
+
+TEST_CASE("every micro-batch's message tags stay apart from the state exchanges'",
+          "[comm][pipeline]") {
+  CHECK(pipe_tag(0, PipeMessage::header) == 0);
+  CHECK(pipe_tag(2, PipeMessage::gradient) == 2 * kPipeMessageKinds + 3);
+  // The last micro-batch's last kind is below the first state tag; one more is refused.
+  CHECK(pipe_tag(kMaxMicroBatches, PipeMessage::loss) < kFirstStateTag);
+  CHECK_THROWS_WITH(pipe_tag(kMaxMicroBatches + 1, PipeMessage::header),
+                    Catch::Contains("micro-batch " + std::to_string(kMaxMicroBatches + 1)));
+  CHECK(tag_of(StateTag::checkpoint_tensor) > tag_of(StateTag::tensor));
 }

@@ -1,7 +1,9 @@
 // release_storage: a pipeline stage gives back the other stages' weights while the handles
-// its layers hold stay valid and can be filled again.
+// its layers hold stay valid and can be filled again; a released tensor is deferred again,
+// its shape kept.
 #include <catch2/catch.hpp>
 
+#include "engine/deferred_init.h"
 #include "engine/nn/module.h"
 #include "engine/nn/release.h"
 #include "engine/ops.h"
@@ -31,14 +33,17 @@ TEST_CASE("release_storage frees a module's tensors and keeps their handles", "[
 
   NamedTensors first_and_buffer{module.state_dict()[0], module.state_dict()[2]};
   release_storage(first_and_buffer);
-  // The layer's own handle sees the release: no elements, no gradient, dtype kept.
-  CHECK(module.first().numel() == 0);
+  // The layer's own handle sees the release: no memory, no gradient, shape and dtype kept.
+  CHECK(is_deferred(module.first()));
+  CHECK(module.first().shape() == Shape{3, 4});
+  CHECK(is_deferred(module.named_buffers()[0].second));
   CHECK(!module.first().grad().defined());
   CHECK(module.first().dtype() == DType::f32);
   CHECK(module.first().requires_grad());
   CHECK(module.named_buffers()[0].second.dtype() == DType::i64);
   CHECK(named_tensor_bytes(module.state_dict()) == 4 * 4);
   CHECK(module.named_parameters()[1].second.to_vector<float>() == std::vector<float>(4, 2.0f));
+  CHECK_THROWS_WITH(module.first().to_vector<float>(), Catch::Contains("deferred tensor"));
 
   // Filled again through the same handle.
   Tensor handle = module.first();

@@ -86,10 +86,25 @@ TEST_CASE("training strategy: one process steps alone, and a pipeline needs a wo
   CHECK(strategy->describe(4).empty());
   CHECK(strategy->parameters().size() == 1);
   CHECK(strategy->sum_over_ranks({1.5, 2.0}) == std::vector<double>{1.5, 2.0});
-  CHECK_FALSE(strategy->saves_on_every_rank());
-  // One process reads and writes a checkpoint whole, and only where there is a writer.
-  CHECK_FALSE(strategy->checkpoint_selection().has_value());
-  CHECK(strategy->save_checkpoint(nullptr, TrainingState{}, 1, std::nullopt).empty());
+  // One process holds everything (the identity map): the optimizer steps every parameter,
+  // the decision to save asks no other rank, and a checkpoint is written only where there
+  // is a writer (elsewhere its state is not even captured).
+  StateOwnership& ownership = strategy->ownership();
+  CHECK(dynamic_cast<IdentityOwnership*>(&ownership));
+  const std::vector<ParamGroup> groups =
+      ownership.optimizer_groups({ParamGroup{task.model().parameters(), {}}});
+  REQUIRE(groups.size() == 1);
+  REQUIRE(groups[0].params.size() == 1);
+  CHECK(groups[0].params[0].same(task.model().parameters()[0]));
+  CHECK(ownership.on_any_holder(true));
+  CHECK_FALSE(ownership.on_any_holder(false));
+  bool captured = false;
+  const auto capture = [&] {
+    captured = true;
+    return TrainingState{};
+  };
+  CHECK(ownership.write_checkpoint(nullptr, capture, 1, std::nullopt).empty());
+  CHECK_FALSE(captured);
 
   // Two micro-batches of 3 and 2 items: d(w . 1)/dw = 1 each, averaged over the two.
   std::vector<HostBatch> batches{task.prepare({0, 1, 2}, 0), task.prepare({3, 4}, 0)};

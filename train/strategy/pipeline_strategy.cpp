@@ -8,7 +8,7 @@ namespace sonata {
 PipelineStrategy::PipelineStrategy(StrategyKind kind, const TrainerOptions& options, Task& task,
                                    std::shared_ptr<ProcessGroup> world, Device device,
                                    LossHooks hooks)
-    : TrainingStrategy(world), kind_(kind), device_(device), gather_model_(options.gather_model) {
+    : TrainingStrategy(world), kind_(kind), device_(device) {
   SONATA_CHECK(kind == StrategyKind::pipeline || kind == StrategyKind::hybrid,
                "PipelineStrategy: a pipeline or hybrid strategy, not ", strategy_name(kind));
   // The last stage's loss of one micro-batch, tracked and scaled.
@@ -20,6 +20,7 @@ PipelineStrategy::PipelineStrategy(StrategyKind kind, const TrainerOptions& opti
   };
   pipeline_ =
       std::make_unique<PipelineParallel>(options, task, std::move(world), device, std::move(loss));
+  set_ownership(pipeline_->shared_ownership());
 }
 
 PipelineStrategy::~PipelineStrategy() = default;
@@ -32,27 +33,9 @@ int64_t PipelineStrategy::replicas() const {
   return pipeline_->replicas();
 }
 
-// After the weights are final: replica 0's stages on every replica, the others released.
+// After the weights are final: replica 0's stages on every replica.
 void PipelineStrategy::start() {
   pipeline_->start_training();
-}
-
-std::vector<ParamGroup> PipelineStrategy::optimizer_groups(std::vector<ParamGroup> whole) const {
-  return pipeline_->stage_param_groups(whole);
-}
-
-// Each rank reads its own stage's tensors of the checkpoint.
-std::optional<CheckpointSelection> PipelineStrategy::checkpoint_selection() const {
-  return pipeline_->checkpoint_selection();
-}
-
-// The rows of a cut layer go to this stage's pieces, not the (released) whole model.
-void PipelineStrategy::take_model_pieces(NamedTensors& model) const {
-  pipeline_->take_model_pieces(model);
-}
-
-OptimizerState PipelineStrategy::local_optimizer_state(OptimizerState whole) const {
-  return pipeline_->stage_optimizer_state(whole);
 }
 
 std::string PipelineStrategy::describe(int64_t) const {
@@ -85,28 +68,6 @@ Tensor PipelineStrategy::agree_and_clip(LossScaler& scaler, const std::vector<Te
 EvalCounts PipelineStrategy::evaluate(Task&, const std::string& split, Device device, int64_t,
                                       int64_t) {
   return pipeline_->evaluate(split, device);
-}
-
-// Every rank's model whole again (each trained only its stage), for whoever uses it next;
-// the trainer command has no next user and skips it (TrainerOptions::gather_model).
-void PipelineStrategy::after_training() {
-  if (gather_model_) pipeline_->sync_model();
-}
-
-// Every rank decides alike: every rank of replica 0 takes part in save_checkpoint().
-bool PipelineStrategy::bad_anywhere(bool bad_here) {
-  return sum_over_ranks({double(bad_here)})[0] > 0;
-}
-
-// In one process's order and numbering, each tensor streamed to the writer when it is due.
-std::string PipelineStrategy::save_checkpoint(CheckpointManager* checkpoints,
-                                              const TrainingState& state, int64_t step,
-                                              std::optional<double> metric) {
-  if (!checkpoints) {
-    pipeline_->serve_checkpoint(state);
-    return "";
-  }
-  return checkpoints->save(pipeline_->checkpoint_source(state), step, metric);
 }
 
 }  // namespace sonata

@@ -1,8 +1,8 @@
 #pragma once
 // --pipeline-stages S: the model cut into S stages on S ranks (pipeline), and with a world
 // of D x S ranks, D data-parallel replicas of that pipeline (hybrid). Every call into
-// PipelineParallel (train/pipeline/pipeline_parallel.h) is made from this class's .cpp, so
-// that what the pipeline offers (evaluation, checkpoints) is routed in one place.
+// PipelineParallel (train/pipeline/pipeline_parallel.h) is made from this class's .cpp; its
+// ownership map (which stage holds which tensor) is the strategy's.
 #include <memory>
 
 #include "train/strategy/training_strategy.h"
@@ -33,22 +33,12 @@ class PipelineStrategy : public TrainingStrategy {
   // Each stage holds part of the gradients: the skip decision and the norm are global.
   Tensor agree_and_clip(LossScaler& scaler, const std::vector<Tensor>& params,
                         double max_norm) override;
-  std::vector<ParamGroup> optimizer_groups(std::vector<ParamGroup> whole) const override;
-  std::optional<CheckpointSelection> checkpoint_selection() const override;
-  void take_model_pieces(NamedTensors& model) const override;
-  OptimizerState local_optimizer_state(OptimizerState whole) const override;
   EvalCounts evaluate(Task& task, const std::string& split, Device device, int64_t rank,
                       int64_t world) override;
-  void after_training() override;
-  bool bad_anywhere(bool bad_here) override;
-  bool saves_on_every_rank() const override { return true; }
-  std::string save_checkpoint(CheckpointManager* checkpoints, const TrainingState& state,
-                              int64_t step, std::optional<double> metric) override;
 
  private:
   StrategyKind kind_;
   Device device_;
-  bool gather_model_;
   std::unique_ptr<PipelineParallel> pipeline_;
 };
 

@@ -35,8 +35,10 @@ StrategyKind choose_strategy(const TrainerOptions& options, int world_size) {
   return world_size > 1 ? StrategyKind::data_parallel : StrategyKind::single_process;
 }
 
-TrainingStrategy::TrainingStrategy(std::shared_ptr<ProcessGroup> world)
-    : world_(std::move(world)) {}
+TrainingStrategy::TrainingStrategy(std::shared_ptr<ProcessGroup> world,
+                                   std::shared_ptr<StateOwnership> ownership)
+    : world_(std::move(world)),
+      ownership_(ownership ? std::move(ownership) : std::make_shared<IdentityOwnership>()) {}
 
 Tensor TrainingStrategy::agree_and_clip(LossScaler&, const std::vector<Tensor>& params,
                                         double max_norm) {
@@ -48,12 +50,6 @@ EvalCounts TrainingStrategy::evaluate(Task& task, const std::string& split, Devi
                                       int64_t rank, int64_t world) {
   before_evaluation();
   return sonata::evaluate(task, split, device, rank, world);
-}
-
-std::string TrainingStrategy::save_checkpoint(CheckpointManager* checkpoints,
-                                              const TrainingState& state, int64_t step,
-                                              std::optional<double> metric) {
-  return checkpoints ? checkpoints->save(state, step, metric) : "";
 }
 
 std::vector<double> TrainingStrategy::sum_over_ranks(std::vector<double> values) const {

@@ -3,8 +3,9 @@
 // training loop (train_loop.cpp) never asks which it has: one process, data parallel (DDP),
 // a pipeline of stages, or data-parallel replicas of a pipeline (hybrid). The loop gives a
 // strategy its micro-batches and its loss hooks; the strategy runs forward and backward,
-// agrees on the gradients' norm and overflow over the ranks that share them, and prepares
-// the model for an evaluation or a checkpoint.
+// agrees on the gradients' norm and overflow over the ranks that share them, and evaluates.
+// Which rank holds which tensor is the strategy's ownership map (state_ownership.h), which
+// the optimizer setup, resume and checkpoints consult without knowing the strategy.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "engine/device.h"
 #include "engine/nn/module.h"
 #include "engine/optim/optimizer.h"
+#include "train/strategy/state_ownership.h"
 #include "train/task.h"
 #include "train/trainer_options.h"
 
@@ -43,7 +45,9 @@ struct LossHooks {
 class TrainingStrategy {
  public:
   // `world`: every process of the run; null in one process.
-  explicit TrainingStrategy(std::shared_ptr<ProcessGroup> world);
+  // `ownership`: which rank holds which tensor; null: every rank all of them (the identity).
+  explicit TrainingStrategy(std::shared_ptr<ProcessGroup> world,
+                            std::shared_ptr<StateOwnership> ownership = nullptr);
   virtual ~TrainingStrategy() = default;
   TrainingStrategy(const TrainingStrategy&) = delete;
   TrainingStrategy& operator=(const TrainingStrategy&) = delete;
@@ -73,47 +77,29 @@ class TrainingStrategy {
   virtual Tensor agree_and_clip(LossScaler& scaler, const std::vector<Tensor>& params,
                                 double max_norm);
 
-  // The optimizer's parameter groups, from one process's: a pipeline stage keeps its own
-  // parameters only (the groups stay, emptied, so that their numbering does).
-  virtual std::vector<ParamGroup> optimizer_groups(std::vector<ParamGroup> whole) const {
-    return whole;
-  }
-  // Which tensors of a checkpoint this rank reads on resume (nullopt: all of them).
-  virtual std::optional<CheckpointSelection> checkpoint_selection() const { return std::nullopt; }
-  // A resumed checkpoint's model entries that this rank holds outside the model (a pipeline
-  // stage's row pieces of a cut layer) taken out of `model` into their place; what remains
-  // goes to the model.
-  virtual void take_model_pieces(NamedTensors& /*model*/) const {}
-  // A resumed checkpoint's optimizer state (one process's numbering) as this rank's optimizer
-  // holds it.
-  virtual OptimizerState local_optimizer_state(OptimizerState whole) const { return whole; }
   // This rank's evaluation counts of `split` (summed over ranks by the loop). The default:
   // before_evaluation(), then evaluate() (train/task.h) of this rank's shard.
   virtual EvalCounts evaluate(Task& task, const std::string& split, Device device, int64_t rank,
                               int64_t world);
-  // Before an evaluation (every rank evaluates the whole model on its shard) and after the
-  // last step (every rank's model whole, for whoever uses it next).
+  // Before an evaluation (every rank evaluates the whole model on its shard).
   virtual void before_evaluation() {}
-  virtual void after_training() {}
 
-  // Whether `bad_here` on any rank that saves checkpoints stops this one being written. A
-  // collective where saving is (every rank then calls it alike).
-  virtual bool bad_anywhere(bool bad_here) { return bad_here; }
-  // Whether every rank takes part in writing a checkpoint (not only the one that writes).
-  virtual bool saves_on_every_rank() const { return false; }
-  // Writes a checkpoint in one process's format through `checkpoints` (the writer's; null on
-  // the other ranks) from `state`, this rank's capture_training_state. The default: the
-  // writer saves `state` as it is. Where the strategy spreads the model and the optimizer,
-  // every rank takes part (saves_on_every_rank()), streaming its part to the writer. Returns
-  // the step folder written, "" on the other ranks.
-  virtual std::string save_checkpoint(CheckpointManager* checkpoints, const TrainingState& state,
-                                      int64_t step, std::optional<double> metric);
+  // Which rank holds which tensor: what the optimizer's groups, resume and checkpoints
+  // consult (the identity unless the strategy spreads the model).
+  StateOwnership& ownership() const { return *ownership_; }
 
   // `values` summed over every process (identity in one process).
   std::vector<double> sum_over_ranks(std::vector<double> values) const;
 
  protected:
+  // For a strategy whose map is made with it (after the base class).
+  void set_ownership(std::shared_ptr<StateOwnership> ownership) {
+    ownership_ = std::move(ownership);
+  }
   std::shared_ptr<ProcessGroup> world_;
+
+ private:
+  std::shared_ptr<StateOwnership> ownership_;
 };
 
 // The strategy of choose_strategy(options, world size), built. `group`: null or of size 1

@@ -81,7 +81,7 @@ TEST_CASE(
 
   PipelineParallel pipeline(options, task, shared_comm_group(), cpu,
                             sonata::testing::task_pipeline_loss(task, cpu));
-  AdamW optimizer(pipeline.stage_param_groups(weight_decay_groups(task.model(), 0.01)),
+  AdamW optimizer(pipeline.ownership().optimizer_groups(weight_decay_groups(task.model(), 0.01)),
                   AdamOptions{.lr = 1e-3});
   pipeline.start_training();
   optimizer.zero_grad();
@@ -100,7 +100,7 @@ TEST_CASE(
 
   if (world.rank() == 0) {
     CheckpointManager manager(checkpoints, 0, "min");
-    TrainingStateSource source = pipeline.checkpoint_source(local);
+    TrainingStateSource source = pipeline.ownership().checkpoint_source(local);
     int64_t largest = 0, total = 0;
     for (const TensorSource* file : {&source.model, &source.optimizer_tensors})
       for (const TensorSpec& spec : file->specs) {
@@ -145,7 +145,7 @@ TEST_CASE(
     CHECK(saved.scalars == local.scalars);
     CHECK(saved.texts == local.texts);
   } else {
-    pipeline.serve_checkpoint(local);
+    pipeline.ownership().serve_checkpoint(local);
   }
   world.barrier()->wait();
 
@@ -157,7 +157,7 @@ TEST_CASE(
   const int64_t before = cpu_memory_stats().allocated_bytes;
   cpu_reset_peak_memory_stats();
   const PartialTrainingState part =
-      load_checkpoint_part(checkpoints, pipeline.checkpoint_selection());
+      load_checkpoint_part(checkpoints, pipeline.ownership().selection());
   CHECK(cpu_memory_stats().peak_allocated_bytes - before <= own_charge);
   CHECK(part.model_in_file.size() == whole_model.size());
   const bool saved_here = world.rank() < stages;  // replica 0 wrote; the others hold the same
@@ -168,7 +168,7 @@ TEST_CASE(
     REQUIRE(read.count(name));
     if (saved_here) CHECK(bytes_of(read.at(name)) == bytes_of(tensor));
   }
-  const OptimizerState mine = pipeline.stage_optimizer_state(part.state.optimizer);
+  const OptimizerState mine = pipeline.ownership().local_optimizer_state(part.state.optimizer);
   REQUIRE(mine.tensors.size() == local.optimizer.tensors.size());
   for (size_t i = 0; i < mine.tensors.size(); ++i) {
     INFO(local.optimizer.tensors[i].first);

@@ -78,10 +78,13 @@ TEST_CASE("a pipeline cuts vgg19_bn's classifier.0 into row pieces, each stage h
   const Device cpu = Device::cpu();
   std::map<std::string, Shape> whole_shapes;
   for (const auto& [name, tensor] : task.model().state_dict()) whole_shapes[name] = tensor.shape();
-  const double whole_parameter_bytes = double(named_tensor_bytes(task.model().named_parameters()));
-  double classifier_bytes = 0;
-  for (const auto& [name, tensor] : task.model().named_parameters())
-    if (name.starts_with("classifier.0.")) classifier_bytes += double(tensor_bytes(tensor));
+  // What the parameters take whole (built deferred, none of them is held yet).
+  double whole_parameter_bytes = 0, classifier_bytes = 0;
+  for (const auto& [name, tensor] : task.model().named_parameters()) {
+    const double bytes = double(tensor.numel()) * double(dtype_size(tensor.dtype()));
+    whole_parameter_bytes += bytes;
+    if (name.starts_with("classifier.0.")) classifier_bytes += bytes;
+  }
   // Whole layers cannot be balanced: classifier.0 alone is more than a stage's share.
   REQUIRE(classifier_bytes > whole_parameter_bytes / stages);
 
@@ -89,7 +92,7 @@ TEST_CASE("a pipeline cuts vgg19_bn's classifier.0 into row pieces, each stage h
                             sonata::testing::task_pipeline_loss(task, cpu));
   INFO(pipeline.describe());
   CHECK_THAT(pipeline.describe(), Catch::Contains("classifier.0 rows"));
-  AdamW optimizer(pipeline.stage_param_groups(weight_decay_groups(task.model(), 0.01)),
+  AdamW optimizer(pipeline.ownership().optimizer_groups(weight_decay_groups(task.model(), 0.01)),
                   AdamOptions{.lr = 1e-3});
   pipeline.start_training();
 
@@ -127,8 +130,8 @@ TEST_CASE("a pipeline cuts vgg19_bn's classifier.0 into row pieces, each stage h
   CHECK(total.item() >= single);  // every parameter is somewhere (the cut costs no copies)
   CHECK(total.item() <= single * 1.0001 + 1024 * stages);
 
-  // sync_model assembles the whole model again from the stages, pieces included.
-  pipeline.sync_model();
+  // gather_model assembles the whole model again from the stages, pieces included.
+  pipeline.ownership().gather_model();
   for (const auto& [name, tensor] : task.model().state_dict()) {
     INFO(name);
     CHECK(tensor.shape() == whole_shapes.at(name));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/deferred_init.h"
 #include "engine/nn/release.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/param_groups.h"
@@ -42,14 +43,20 @@ TEST_CASE("pipeline stages hold only their own parameters, gradients and optimiz
   manual_seed(options.seed);
   SpeechTask task(options, Vocabulary());
   const Device cpu = Device::cpu();
+  // What each entry takes whole (built deferred, none of it is held yet).
+  const auto whole_size = [](const Tensor& tensor) {
+    return tensor.numel() * int64_t(dtype_size(tensor.dtype()));
+  };
   std::map<std::string, int64_t> whole_bytes;
   for (const auto& [name, tensor] : task.model().state_dict())
-    whole_bytes[name] = tensor_bytes(tensor);
-  const int64_t whole_parameter_bytes = named_tensor_bytes(task.model().named_parameters());
+    whole_bytes[name] = whole_size(tensor);
+  int64_t whole_parameter_bytes = 0;
+  for (const auto& [name, tensor] : task.model().named_parameters())
+    whole_parameter_bytes += whole_size(tensor);
 
   PipelineParallel pipeline(options, task, shared_comm_group(), cpu,
                             sonata::testing::task_pipeline_loss(task, cpu));
-  AdamW optimizer(pipeline.stage_param_groups(weight_decay_groups(task.model(), 0.01)),
+  AdamW optimizer(pipeline.ownership().optimizer_groups(weight_decay_groups(task.model(), 0.01)),
                   AdamOptions{.lr = 1e-3});
   pipeline.start_training();
 
@@ -87,11 +94,22 @@ TEST_CASE("pipeline stages hold only their own parameters, gradients and optimiz
   world.all_reduce(total, ReduceOp::sum)->synchronize();
   CHECK(total.item() == double(whole_parameter_bytes) * double(R / stages));
 
-  // sync_model fills the whole model again (evaluation, the end of a run).
-  pipeline.sync_model();
+  // gather_model fills the whole model again (the end of a run).
+  pipeline.ownership().gather_model();
   for (const auto& [name, tensor] : task.model().state_dict()) {
     INFO(name);
     CHECK(tensor_bytes(tensor) == whole_bytes.at(name));
+  }
+  // The next step gives the other stages' parameters back again: deferred, shapes kept.
+  optimizer.zero_grad();
+  pipeline.step(batches, cpu);
+  optimizer.step();
+  for (const auto& [name, tensor] : task.model().state_dict()) {
+    if (!tensor.requires_grad() || mine.count(name)) continue;
+    INFO(name);
+    CHECK(tensor_bytes(tensor) == 0);
+    CHECK(is_deferred(tensor));
+    CHECK(whole_size(tensor) == whole_bytes.at(name));
   }
   world.barrier()->wait();
   if (world.rank() == 0) std::filesystem::remove_all(folder);

@@ -1,4 +1,4 @@
-// PipelineParallel's checkpoints (train/pipeline/pipeline_parallel.h): one process's files,
+// A pipeline stage's checkpoints (train/pipeline/stage_ownership.h): one process's files,
 // written on world rank 0 with each other stage's tensor received only when the writer asks
 // for it, and read back by each stage for its own tensors alone.
 #include <algorithm>
@@ -7,17 +7,17 @@
 #include <set>
 
 #include "base/error.h"
+#include "comm/pipeline/message_tags.h"
 #include "comm/pipeline/stage_state.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
 #include "train/optimizer_state_names.h"
-#include "train/pipeline/pipeline_parallel.h"
+#include "train/pipeline/stage_ownership.h"
 
 namespace sonata {
 namespace {
 
-// Apart from the pipeline's per-micro-batch tags and stage_state.cpp's.
-constexpr int kCheckpointTensorTag = 30010;
+constexpr int kCheckpointTensorTag = tag_of(StateTag::checkpoint_tensor);
 
 // One file's tensors as the writer fetches them: rank 0's own in hand, the others' from
 // their holder when due (each holder sends its tensors in the file's order). A tensor of a
@@ -95,19 +95,19 @@ TensorSource streamed_source(MergedFile merged) {
 
 }  // namespace
 
-PipelineParallel::StageCheckpoint PipelineParallel::stage_checkpoint(
+StageOwnership::StageCheckpoint StageOwnership::stage_checkpoint(
     const OptimizerState& local) const {
-  SONATA_CHECK(optimizer_index_.size() == parameters().size(),
-               "--pipeline-stages: the optimizer was not built over stage_param_groups()");
+  SONATA_CHECK(optimizer_index_.size() == stage_->parameters().size(),
+               "--pipeline-stages: the optimizer was not built over optimizer_groups()");
   StageCheckpoint part;
   // The model's entries in one process's order (the stages' layers may list them in another).
   std::map<std::string, Tensor> mine;
   for (const auto& [name, tensor] : stage_->state_dict()) mine[name] = tensor;
-  for (size_t k = 0; k < state_names_.size(); ++k) {
+  for (size_t k = 0; k < names_.size(); ++k) {
     if (!part_of_mine(k)) continue;
-    const auto found = mine.find(state_names_[k]);
-    SONATA_CHECK(found != mine.end(), "--pipeline-stages: stage ", stage_index_,
-                 " does not hold the model's '", state_names_[k], "'");
+    const auto found = mine.find(names_[k]);
+    SONATA_CHECK(found != mine.end(), "--pipeline-stages: stage ", stage_->index(),
+                 " does not hold the model's '", names_[k], "'");
     part.model.emplace_back(found->first, found->second);
   }
   // This stage's optimizer numbers its own parameters: entries go under the whole model's
@@ -129,7 +129,7 @@ PipelineParallel::StageCheckpoint PipelineParallel::stage_checkpoint(
   return part;
 }
 
-TrainingStateSource PipelineParallel::checkpoint_source(const TrainingState& local) const {
+TrainingStateSource StageOwnership::checkpoint_source(const TrainingState& local) const {
   SONATA_CHECK(world_->rank() == 0, "--pipeline-stages: world rank 0 writes the checkpoint, not ",
                world_->rank(), " (the others serve_checkpoint())");
   const StageCheckpoint part = stage_checkpoint(local.optimizer);
@@ -147,7 +147,7 @@ TrainingStateSource PipelineParallel::checkpoint_source(const TrainingState& loc
   for (const auto& [name, tensor] : part.model) model_own[name] = tensor;
   std::vector<std::pair<TensorSpec, int>> listed;
   std::vector<Tensor> own;
-  for (const std::string& name : state_names_) {
+  for (const std::string& name : names_) {
     const auto found = model_by_name.find(name);
     SONATA_CHECK(found != model_by_name.end(), "--pipeline-stages: no stage holds the model's '",
                  name, "'");
@@ -191,7 +191,7 @@ TrainingStateSource PipelineParallel::checkpoint_source(const TrainingState& loc
   return source;
 }
 
-void PipelineParallel::serve_checkpoint(const TrainingState& local) const {
+void StageOwnership::serve_checkpoint(const TrainingState& local) const {
   if (replica_ != 0) return;
   SONATA_CHECK(world_->rank() != 0,
                "--pipeline-stages: world rank 0 writes the checkpoint (checkpoint_source)");
@@ -207,16 +207,16 @@ void PipelineParallel::serve_checkpoint(const TrainingState& local) const {
     }
 }
 
-CheckpointSelection PipelineParallel::checkpoint_selection() const {
-  SONATA_CHECK(optimizer_index_.size() == parameters().size(),
-               "--pipeline-stages: the optimizer was not built over stage_param_groups()");
+CheckpointSelection StageOwnership::selection() const {
+  SONATA_CHECK(optimizer_index_.size() == stage_->parameters().size(),
+               "--pipeline-stages: the optimizer was not built over optimizer_groups()");
   CheckpointSelection selection;
   std::set<std::string> model;
   SafetensorsRows rows;  // of this stage's pieces
-  for (size_t k = 0; k < state_names_.size(); ++k)
+  for (size_t k = 0; k < names_.size(); ++k)
     if (const StatePart* part = part_of_mine(k)) {
-      model.insert(state_names_[k]);
-      if (part->shard.rows > 0) rows[state_names_[k]] = {part->shard.begin, part->shard.end};
+      model.insert(names_[k]);
+      if (part->shard.rows > 0) rows[names_[k]] = {part->shard.begin, part->shard.end};
     }
   selection.model_rows =
       [rows](const std::string& name) -> std::optional<std::pair<int64_t, int64_t>> {
@@ -243,11 +243,11 @@ CheckpointSelection PipelineParallel::checkpoint_selection() const {
   return selection;
 }
 
-void PipelineParallel::take_model_pieces(NamedTensors& model) const {
+void StageOwnership::take_model_pieces(NamedTensors& model) const {
   std::map<std::string, Tensor> pieces;
-  for (size_t k = 0; k < state_names_.size(); ++k)
+  for (size_t k = 0; k < names_.size(); ++k)
     if (const StatePart* part = part_of_mine(k); part && part->shard.rows > 0)
-      pieces[state_names_[k]] = Tensor();
+      pieces[names_[k]] = Tensor();
   for (const auto& [name, tensor] : stage_->state_dict())
     if (pieces.count(name)) pieces[name] = tensor;
   NoGradGuard no_grad;
@@ -260,7 +260,7 @@ void PipelineParallel::take_model_pieces(NamedTensors& model) const {
     }
     Tensor piece = found->second;
     SONATA_CHECK(piece.shape() == tensor.shape(), "--pipeline-stages: the checkpoint's rows of '",
-                 name, "' have shape ", shape_str(tensor.shape()), ", stage ", stage_index_,
+                 name, "' have shape ", shape_str(tensor.shape()), ", stage ", stage_->index(),
                  " holds ", shape_str(piece.shape()));
     piece.copy_(tensor.to(piece.device()).to(piece.dtype()));
   }
