@@ -20,12 +20,15 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // log(exp(a) + exp(b) + exp(c)) with PyTorch's guard: an all -inf triple gives -inf, not NaN.
-// Written as selects, without branches, so that the recursions' loops over states vectorise
-// (with a branch GCC left them scalar: "control flow in loop").
+// The largest term is exp(0) = 1 and is not computed: two exps and a log per state, not
+// three. Written as selects, without branches, so that the recursions' loops over states
+// vectorise (with a branch GCC left them scalar: "control flow in loop").
 double log_add3(double a, double b, double c) {
-  const double top = std::max(std::max(a, b), c);
-  const double peak = top == kNegInf ? 0.0 : top;
-  return log_f64(exp_f64(a - peak) + exp_f64(b - peak) + exp_f64(c - peak)) + peak;
+  const double high_ab = std::max(a, b), low_ab = std::min(a, b);
+  const double top = std::max(high_ab, c), middle = std::min(high_ab, c);
+  const bool none = top == kNegInf;
+  const double peak = none ? 0.0 : top;
+  return log_f64((none ? 0.0 : 1.0) + exp_f64(middle - peak) + exp_f64(low_ab - peak)) + peak;
 }
 
 // One sample's view of the batch: its log-probabilities, labels and workspace rows.
@@ -178,7 +181,9 @@ void gradient_row(const Sample<T>& x, const Lattice& lattice, int64_t t, const d
   for (int64_t s = 0; s < states; ++s) sum[label[s]] += terms[s];
 #pragma omp simd
   for (int64_t c = 0; c < classes; ++c) {
-    collected[c] = peak[c] == kNegInf ? kNegInf : log_f64(sum[c]) + peak[c];
+    // A select, not a branch, so that the loop vectorises (log(0) + -inf is -inf too).
+    const double logged = log_f64(sum[c]) + peak[c];
+    collected[c] = peak[c] == kNegInf ? kNegInf : logged;
     const double lp = x.lp(t, c);
     grad_row[c] = T((exp_f64(lp) - exp_f64(collected[c] + nll - lp)) * grad_loss);
   }
