@@ -36,6 +36,18 @@ bool parallel_worth_it(int64_t positions, int64_t classes) {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// body(stride) with the classes' stride a compile-time 1 where the scores are [N, C] (inner
+// 1), so that the loops over classes vectorise: with the stride a run-time value GCC left
+// them scalar (the [1024, 1000] loss took 1.6 ms forward and 8 ms backward, against
+// PyTorch's 0.46 and 0.76).
+template <typename Body>
+void with_stride(int64_t inner, Body body) {
+  if (inner == 1)
+    body(std::integral_constant<int64_t, 1>{});
+  else
+    body(inner);
+}
+
 }  // namespace
 
 void cross_entropy_forward(DType dtype, const void* scores, const int64_t* target,
@@ -48,43 +60,47 @@ void cross_entropy_forward(DType dtype, const void* scores, const int64_t* targe
     const T* all = static_cast<const T*>(scores);
     const int64_t positions = outer * inner;
     const double s = label_smoothing;
+    with_stride(inner, [&](auto stride) {
 #pragma omp parallel for schedule(static) if (parallel_worth_it(positions, classes))
-    for (int64_t at = 0; at < positions; ++at) {
-      const T* z = all + (at / inner) * classes * inner + at % inner;
-      // log-probability = (z - peak) - log_total; peak + log_total would round away the
-      // low digits of a large peak (kernels/cpu/cross_entropy.h).
-      double peak = 0, log_total = 0;
-      if (normalize) {
-        peak = -std::numeric_limits<double>::infinity();
+      for (int64_t at = 0; at < positions; ++at) {
+        const T* z = all + (at / inner) * classes * inner + at % inner;
+        // log-probability = (z - peak) - log_total; peak + log_total would round away the
+        // low digits of a large peak (kernels/cpu/cross_entropy.h).
+        double peak = 0, log_total = 0;
+        if (normalize) {
+          peak = -std::numeric_limits<double>::infinity();
 #pragma omp simd reduction(max : peak)
-        for (int64_t c = 0; c < classes; ++c) peak = std::max(peak, double(z[c * inner]));
-        if (std::isinf(peak) && peak < 0) peak = 0;
-        // exp_f64, not std::exp: glibc's is a scalar call, and this loop is the whole op.
-        double total = 0;
+          for (int64_t c = 0; c < classes; ++c) peak = std::max(peak, double(z[c * stride]));
+          if (std::isinf(peak) && peak < 0) peak = 0;
+          // exp_f64, not std::exp: glibc's is a scalar call, and this loop is the whole op.
+          double total = 0;
 #pragma omp simd reduction(+ : total)
-        for (int64_t c = 0; c < classes; ++c) total += exp_f64(double(z[c * inner]) - peak);
-        log_total = std::log(total);
-      }
-      static_cast<S*>(log_sum_exp)[2 * at] = S(peak);
-      static_cast<S*>(log_sum_exp)[2 * at + 1] = S(log_total);
-      auto log_probability = [&](int64_t c) { return (double(z[c * inner]) - peak) - log_total; };
-      const int64_t t = target[at];
-      double value = 0, w_t = 0;
-      if (t != ignore_index && (t < 0 || t >= classes)) {
-        value = w_t = kNaN;
-      } else if (t != ignore_index) {
-        w_t = class_weight<T>(weight, t);
-        value = (1 - s) * -w_t * log_probability(t);
-        if (s > 0) {
-          double smooth = 0;
-          for (int64_t c = 0; c < classes; ++c)
-            smooth -= class_weight<T>(weight, c) * log_probability(c);
-          value += s / double(classes) * smooth;
+          for (int64_t c = 0; c < classes; ++c) total += exp_f64(double(z[c * stride]) - peak);
+          log_total = std::log(total);
         }
+        static_cast<S*>(log_sum_exp)[2 * at] = S(peak);
+        static_cast<S*>(log_sum_exp)[2 * at + 1] = S(log_total);
+        auto log_probability = [&](int64_t c) {
+          return (double(z[c * stride]) - peak) - log_total;
+        };
+        const int64_t t = target[at];
+        double value = 0, w_t = 0;
+        if (t != ignore_index && (t < 0 || t >= classes)) {
+          value = w_t = kNaN;
+        } else if (t != ignore_index) {
+          w_t = class_weight<T>(weight, t);
+          value = (1 - s) * -w_t * log_probability(t);
+          if (s > 0) {
+            double smooth = 0;
+            for (int64_t c = 0; c < classes; ++c)
+              smooth -= class_weight<T>(weight, c) * log_probability(c);
+            value += s / double(classes) * smooth;
+          }
+        }
+        static_cast<S*>(loss)[at] = S(value);
+        static_cast<S*>(target_weight)[at] = S(w_t);
       }
-      static_cast<S*>(loss)[at] = S(value);
-      static_cast<S*>(target_weight)[at] = S(w_t);
-    }
+    });
   });
 }
 
@@ -100,30 +116,32 @@ void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scor
     const int64_t positions = outer * inner;
     const double s = label_smoothing, smooth_share = s / double(classes);
     const double all_weights = weight_total<T>(weight, classes);
+    with_stride(inner, [&](auto stride) {
 #pragma omp parallel for schedule(static) if (parallel_worth_it(positions, classes))
-    for (int64_t at = 0; at < positions; ++at) {
-      const int64_t line = (at / inner) * classes * inner + at % inner;
-      const T* z = all + line;
-      T* gz = grad_all + line;
-      const int64_t t = target[at];
-      if (t == ignore_index) {
-        for (int64_t c = 0; c < classes; ++c) gz[c * inner] = T(0);
-        continue;
+      for (int64_t at = 0; at < positions; ++at) {
+        const int64_t line = (at / inner) * classes * inner + at % inner;
+        const T* z = all + line;
+        T* gz = grad_all + line;
+        const int64_t t = target[at];
+        if (t == ignore_index) {
+          for (int64_t c = 0; c < classes; ++c) gz[c * stride] = T(0);
+          continue;
+        }
+        const bool valid = t >= 0 && t < classes;
+        const double g = valid ? double(static_cast<const S*>(grad_loss)[at]) : kNaN;
+        const double w_t = valid ? class_weight<T>(weight, t) : kNaN;
+        const double peak = double(static_cast<const S*>(log_sum_exp)[2 * at]);
+        const double log_total = double(static_cast<const S*>(log_sum_exp)[2 * at + 1]);
+        // The softmax term collects every class's share of the target distribution's weight.
+        const double p_coefficient = normalize ? (1 - s) * w_t + smooth_share * all_weights : 0;
+        for (int64_t c = 0; c < classes; ++c) {
+          const double p = normalize ? exp_f64((double(z[c * stride]) - peak) - log_total) : 0;
+          const double hit = c == t ? (1 - s) * w_t : 0;
+          gz[c * stride] =
+              T(g * (p * p_coefficient - hit - smooth_share * class_weight<T>(weight, c)));
+        }
       }
-      const bool valid = t >= 0 && t < classes;
-      const double g = valid ? double(static_cast<const S*>(grad_loss)[at]) : kNaN;
-      const double w_t = valid ? class_weight<T>(weight, t) : kNaN;
-      const double peak = double(static_cast<const S*>(log_sum_exp)[2 * at]);
-      const double log_total = double(static_cast<const S*>(log_sum_exp)[2 * at + 1]);
-      // The softmax term collects every class's share of the target distribution's weight.
-      const double p_coefficient = normalize ? (1 - s) * w_t + smooth_share * all_weights : 0;
-      for (int64_t c = 0; c < classes; ++c) {
-        const double p = normalize ? exp_f64((double(z[c * inner]) - peak) - log_total) : 0;
-        const double hit = c == t ? (1 - s) * w_t : 0;
-        gz[c * inner] =
-            T(g * (p * p_coefficient - hit - smooth_share * class_weight<T>(weight, c)));
-      }
-    }
+    });
   });
 }
 
