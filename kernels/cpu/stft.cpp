@@ -20,11 +20,25 @@ constexpr int64_t kLanes = StftPlan::kLanes;
 // ISA's register size *where the alignment is asked*, so inside this AVX2 region V was 32-byte
 // aligned while std::vector<Complex>'s allocator (a header template, baseline) took it for
 // 16 and allocated on 16 bytes: the aligned loads faulted. One explicit alignment for all.
-typedef float V __attribute__((vector_size(kLanes * sizeof(float)), aligned(kLanes * sizeof(float)),
-                               __may_alias__));
+//
+// A row of the buffers holds kLanes frames; V holds kVectorLanes of them, one register of the
+// capability, and a row is kSplit V's. The FFT of each V-wide share of the frames is run on
+// its own (the lanes never mix): with 16-frame vectors the AVX2 copy held each in two ymm
+// registers and its butterflies spilled (2 487 of its 4 291 instructions addressed the stack,
+// log-mel ran 6x slower than AVX-512, not 2x).
+#if SONATA_CPU_CAPABILITY == 2
+constexpr int64_t kVectorLanes = 16;
+#elif SONATA_CPU_CAPABILITY == 1
+constexpr int64_t kVectorLanes = 8;
+#else
+constexpr int64_t kVectorLanes = 4;
+#endif
+constexpr int64_t kSplit = kLanes / kVectorLanes;
+typedef float V __attribute__((vector_size(kVectorLanes * sizeof(float)),
+                               aligned(kVectorLanes * sizeof(float)), __may_alias__));
 constexpr int64_t kAlign = alignof(V) / sizeof(float);
 // StftPlan::workspace_floats (the baseline compile) leaves room for this alignment.
-static_assert(kAlign == StftPlan::kLanes);
+static_assert(kAlign * kSplit == StftPlan::kLanes);
 
 struct Complex {
   V re, im;
@@ -108,6 +122,7 @@ void butterfly_direct(Complex* a, int64_t radix, const float* roots, Complex* ou
 
 // One Stockham pass (Govindaraju et al. 2008): y[(j / span) * span * R + j % span + q * span]
 // = DFT_R over r of x[j + r * n / R] * w^{r (j % span)}, w = e^{-2 pi i / (span R)}.
+// Element e of a row buffer is V number e * kSplit (the pointers start at a row's share).
 template <int64_t R>
 void stockham_pass(int64_t n, int64_t span, const float* twiddles, const V* src_re, const V* src_im,
                    V* dst_re, V* dst_im, int64_t radix, const float* roots) {
@@ -119,10 +134,10 @@ void stockham_pass(int64_t n, int64_t span, const float* twiddles, const V* src_
   for (int64_t j0 = 0; j0 < stride; j0 += span) {
     for (int64_t k = 0; k < span; ++k) {
       const int64_t j = j0 + k;
-      a[0] = {src_re[j], src_im[j]};
+      a[0] = {src_re[j * kSplit], src_im[j * kSplit]};
       const float* w = twiddles + 2 * k * (radix - 1);
       for (int64_t r = 1; r < radix; ++r) {
-        const Complex x{src_re[j + r * stride], src_im[j + r * stride]};
+        const Complex x{src_re[(j + r * stride) * kSplit], src_im[(j + r * stride) * kSplit]};
         a[r] = span == 1 ? x : rotate(x, w[2 * (r - 1)], w[2 * (r - 1) + 1]);
       }
       if constexpr (R == 2)
@@ -137,21 +152,21 @@ void stockham_pass(int64_t n, int64_t span, const float* twiddles, const V* src_
         butterfly_direct(a, radix, roots, a + radix);
       const int64_t out = j0 * radix + k;
       for (int64_t q = 0; q < radix; ++q) {
-        dst_re[out + q * span] = a[q].re;
-        dst_im[out + q * span] = a[q].im;
+        dst_re[(out + q * span) * kSplit] = a[q].re;
+        dst_im[(out + q * span) * kSplit] = a[q].im;
       }
     }
   }
 }
 
-// |X|^power per lane, from |X|^2, into 16 floats.
+// |X|^power per lane, from |X|^2, into kVectorLanes floats.
 inline void store_power(float* out, const V& squared, float power) {
   if (power == 2.0f) {
     std::memcpy(out, &squared, sizeof(V));
   } else if (power == 1.0f) {
-    for (int64_t l = 0; l < kLanes; ++l) out[l] = std::sqrt(squared[l]);
+    for (int64_t l = 0; l < kVectorLanes; ++l) out[l] = std::sqrt(squared[l]);
   } else {
-    for (int64_t l = 0; l < kLanes; ++l) out[l] = std::pow(squared[l], 0.5f * power);
+    for (int64_t l = 0; l < kVectorLanes; ++l) out[l] = std::pow(squared[l], 0.5f * power);
   }
 }
 
@@ -210,55 +225,71 @@ void stft_power_block(const StftPlan& plan, const float* samples, int64_t length
   float* aligned =
       workspace +
       (kAlign - (reinterpret_cast<uintptr_t>(workspace) / sizeof(float)) % kAlign) % kAlign;
+  const int64_t row = t.size * kSplit;  // V's per buffer
   V* re = reinterpret_cast<V*>(aligned);
-  V* im = re + t.size;
-  V* re2 = im + t.size;
-  V* im2 = re2 + t.size;
+  V* im = re + row;
+  V* re2 = im + row;
+  V* im2 = re2 + row;
   gather(plan, samples, length, first, count, reinterpret_cast<float*>(re),
-         reinterpret_cast<float*>(im), reinterpret_cast<float*>(im2 + t.size));
+         reinterpret_cast<float*>(im), reinterpret_cast<float*>(im2 + row));
 
   for (const StftPlan::Stage& stage : t.stages) {
     const float* w = t.twiddles.data() + stage.twiddles;
     const float* roots = t.roots.data() + stage.roots;
-    switch (stage.radix) {
-      case 2:
-        stockham_pass<2>(t.size, stage.span, w, re, im, re2, im2, 2, roots);
-        break;
-      case 3:
-        stockham_pass<3>(t.size, stage.span, w, re, im, re2, im2, 3, roots);
-        break;
-      case 4:
-        stockham_pass<4>(t.size, stage.span, w, re, im, re2, im2, 4, roots);
-        break;
-      case 5:
-        stockham_pass<5>(t.size, stage.span, w, re, im, re2, im2, 5, roots);
-        break;
-      default:
-        stockham_pass<0>(t.size, stage.span, w, re, im, re2, im2, stage.radix, roots);
+    for (int64_t share = 0; share < kSplit; ++share) {
+      const V *from_re = re + share, *from_im = im + share;
+      V *to_re = re2 + share, *to_im = im2 + share;
+      switch (stage.radix) {
+        case 2:
+          stockham_pass<2>(t.size, stage.span, w, from_re, from_im, to_re, to_im, 2, roots);
+          break;
+        case 3:
+          stockham_pass<3>(t.size, stage.span, w, from_re, from_im, to_re, to_im, 3, roots);
+          break;
+        case 4:
+          stockham_pass<4>(t.size, stage.span, w, from_re, from_im, to_re, to_im, 4, roots);
+          break;
+        case 5:
+          stockham_pass<5>(t.size, stage.span, w, from_re, from_im, to_re, to_im, 5, roots);
+          break;
+        default:
+          stockham_pass<0>(t.size, stage.span, w, from_re, from_im, to_re, to_im, stage.radix,
+                           roots);
+      }
     }
     std::swap(re, re2);
     std::swap(im, im2);
   }
 
-  if (!t.packed) {
-    for (int64_t k = 0; k < plan.bins(); ++k)
-      store_power(block + k * kLanes, re[k] * re[k] + im[k] * im[k], power);
-    return;
-  }
-  // Z = FFT(x_even + i x_odd): X[k] = E[k] + e^{-2 pi i k / N} O[k], with
-  // E = (Z[k] + conj Z[M-k]) / 2 and O = (Z[k] - conj Z[M-k]) / 2i.
-  const int64_t m = t.size;
-  const V sum0 = re[0] + im[0], difference0 = re[0] - im[0];
-  store_power(block, sum0 * sum0, power);
-  store_power(block + m * kLanes, difference0 * difference0, power);
-  for (int64_t k = 1; k < m; ++k) {
-    const V ar = re[k], ai = im[k], br = re[m - k], bi = -im[m - k];
-    const V er = (ar + br) * 0.5f, ei = (ai + bi) * 0.5f;
-    const V or_ = (ai - bi) * 0.5f, oi = (br - ar) * 0.5f;
-    const float c = t.unpack[size_t(2 * k)], s = t.unpack[size_t(2 * k + 1)];
-    const V xr = er + or_ * c - oi * s;
-    const V xi = ei + or_ * s + oi * c;
-    store_power(block + k * kLanes, xr * xr + xi * xi, power);
+  for (int64_t share = 0; share < kSplit; ++share) {
+    // Bin k of this share: V number k * kSplit + share; its frames' floats in the block at
+    // k * kLanes + share * kVectorLanes.
+    const V* z_re = re + share;
+    const V* z_im = im + share;
+    float* out = block + share * kVectorLanes;
+    if (!t.packed) {
+      for (int64_t k = 0; k < plan.bins(); ++k) {
+        const V zr = z_re[k * kSplit], zi = z_im[k * kSplit];
+        store_power(out + k * kLanes, zr * zr + zi * zi, power);
+      }
+      continue;
+    }
+    // Z = FFT(x_even + i x_odd): X[k] = E[k] + e^{-2 pi i k / N} O[k], with
+    // E = (Z[k] + conj Z[M-k]) / 2 and O = (Z[k] - conj Z[M-k]) / 2i.
+    const int64_t m = t.size;
+    const V sum0 = z_re[0] + z_im[0], difference0 = z_re[0] - z_im[0];
+    store_power(out, sum0 * sum0, power);
+    store_power(out + m * kLanes, difference0 * difference0, power);
+    for (int64_t k = 1; k < m; ++k) {
+      const V ar = z_re[k * kSplit], ai = z_im[k * kSplit];
+      const V br = z_re[(m - k) * kSplit], bi = -z_im[(m - k) * kSplit];
+      const V er = (ar + br) * 0.5f, ei = (ai + bi) * 0.5f;
+      const V or_ = (ai - bi) * 0.5f, oi = (br - ar) * 0.5f;
+      const float c = t.unpack[size_t(2 * k)], s = t.unpack[size_t(2 * k + 1)];
+      const V xr = er + or_ * c - oi * s;
+      const V xi = ei + or_ * s + oi * c;
+      store_power(out + k * kLanes, xr * xr + xi * xi, power);
+    }
   }
 }
 
