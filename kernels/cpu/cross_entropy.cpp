@@ -11,6 +11,7 @@
 #include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/fast_math.h"
+#include "kernels/cpu/unit_stride.h"
 
 SONATA_CPU_BEGIN
 namespace {
@@ -36,18 +37,6 @@ bool parallel_worth_it(int64_t positions, int64_t classes) {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// body(stride) with the classes' stride a compile-time 1 where the scores are [N, C] (inner
-// 1), so that the loops over classes vectorise: with the stride a run-time value GCC left
-// them scalar (the [1024, 1000] loss took 1.6 ms forward and 8 ms backward, against
-// PyTorch's 0.46 and 0.76).
-template <typename Body>
-void with_stride(int64_t inner, Body body) {
-  if (inner == 1)
-    body(std::integral_constant<int64_t, 1>{});
-  else
-    body(inner);
-}
-
 }  // namespace
 
 void cross_entropy_forward(DType dtype, const void* scores, const int64_t* target,
@@ -60,7 +49,7 @@ void cross_entropy_forward(DType dtype, const void* scores, const int64_t* targe
     const T* all = static_cast<const T*>(scores);
     const int64_t positions = outer * inner;
     const double s = label_smoothing;
-    with_stride(inner, [&](auto stride) {
+    with_unit_stride(inner, [&](auto stride) {
 #pragma omp parallel for schedule(static) if (parallel_worth_it(positions, classes))
       for (int64_t at = 0; at < positions; ++at) {
         const T* z = all + (at / inner) * classes * inner + at % inner;
@@ -116,7 +105,7 @@ void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scor
     const int64_t positions = outer * inner;
     const double s = label_smoothing, smooth_share = s / double(classes);
     const double all_weights = weight_total<T>(weight, classes);
-    with_stride(inner, [&](auto stride) {
+    with_unit_stride(inner, [&](auto stride) {
 #pragma omp parallel for schedule(static) if (parallel_worth_it(positions, classes))
       for (int64_t at = 0; at < positions; ++at) {
         const int64_t line = (at / inner) * classes * inner + at % inner;

@@ -6,6 +6,8 @@
 #include "base/nvtx.h"
 #include "kernels/cpu/capability_region.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/fast_math.h"
+#include "kernels/cpu/unit_stride.h"
 
 SONATA_CPU_BEGIN
 
@@ -15,29 +17,38 @@ void softmax(DType dtype, bool log, const void* in, void* out, int64_t outer, in
   dispatch_f32_f64(dtype, "softmax", [&]<typename T>() {
     const T* src = static_cast<const T*>(in);
     T* dst = static_cast<T*>(out);
+    // exp_f64 (about 1 ulp), not std::exp: glibc's is a scalar call, and with the stride a
+    // compile-time 1 for the last dimension the loops vectorise (log_softmax over CTC's
+    // [400, 32, 29] took 1.4 ms).
+    with_unit_stride(inner, [&](auto stride) {
 #pragma omp parallel for collapse(2) schedule(static) if (outer * inner * n >= (1 << 14))
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const T* x = src + o * n * inner + i;
-        T* y = dst + o * n * inner + i;
-        double peak = -std::numeric_limits<double>::infinity();
-        for (int64_t r = 0; r < n; ++r) peak = std::max(peak, double(x[r * inner]));
-        // A row of -inf stays finite-free: exp(-inf - -inf) would be NaN.
-        if (std::isinf(peak) && peak < 0) peak = 0;
-        double total = 0;
-        for (int64_t r = 0; r < n; ++r) total += std::exp(double(x[r * inner]) - peak);
-        if (log) {
-          // Shifted first, then minus log(total): adding log(total) to a large peak first
-          // would round away its low digits (a row [1e10, 1e10] would lose 5e-7).
-          const double log_total = std::log(total);
-          for (int64_t r = 0; r < n; ++r)
-            y[r * inner] = T((double(x[r * inner]) - peak) - log_total);
-        } else {
-          for (int64_t r = 0; r < n; ++r)
-            y[r * inner] = T(std::exp(double(x[r * inner]) - peak) / total);
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const T* x = src + o * n * inner + i;
+          T* y = dst + o * n * inner + i;
+          double peak = -std::numeric_limits<double>::infinity();
+#pragma omp simd reduction(max : peak)
+          for (int64_t r = 0; r < n; ++r) peak = std::max(peak, double(x[r * stride]));
+          // A row of -inf stays finite-free: exp(-inf - -inf) would be NaN.
+          if (std::isinf(peak) && peak < 0) peak = 0;
+          double total = 0;
+#pragma omp simd reduction(+ : total)
+          for (int64_t r = 0; r < n; ++r) total += exp_f64(double(x[r * stride]) - peak);
+          if (log) {
+            // Shifted first, then minus log(total): adding log(total) to a large peak first
+            // would round away its low digits (a row [1e10, 1e10] would lose 5e-7).
+            const double log_total = std::log(total);
+#pragma omp simd
+            for (int64_t r = 0; r < n; ++r)
+              y[r * stride] = T((double(x[r * stride]) - peak) - log_total);
+          } else {
+#pragma omp simd
+            for (int64_t r = 0; r < n; ++r)
+              y[r * stride] = T(exp_f64(double(x[r * stride]) - peak) / total);
+          }
         }
       }
-    }
+    });
   });
 }
 
@@ -48,25 +59,31 @@ void softmax_backward(DType dtype, bool log, const void* grad_y, const void* y, 
     const T* gy_all = static_cast<const T*>(grad_y);
     const T* y_all = static_cast<const T*>(y);
     T* gx_all = static_cast<T*>(grad_x);
+    with_unit_stride(inner, [&](auto stride) {
 #pragma omp parallel for collapse(2) schedule(static) if (outer * inner * n >= (1 << 14))
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const int64_t base = o * n * inner + i;
-        const T* gy = gy_all + base;
-        const T* ys = y_all + base;
-        T* gx = gx_all + base;
-        double dot = 0;
-        if (log) {
-          for (int64_t r = 0; r < n; ++r) dot += double(gy[r * inner]);
-          for (int64_t r = 0; r < n; ++r)
-            gx[r * inner] = T(double(gy[r * inner]) - std::exp(double(ys[r * inner])) * dot);
-        } else {
-          for (int64_t r = 0; r < n; ++r) dot += double(gy[r * inner]) * double(ys[r * inner]);
-          for (int64_t r = 0; r < n; ++r)
-            gx[r * inner] = T(double(ys[r * inner]) * (double(gy[r * inner]) - dot));
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t base = o * n * inner + i;
+          const T* gy = gy_all + base;
+          const T* ys = y_all + base;
+          T* gx = gx_all + base;
+          double dot = 0;
+          if (log) {
+#pragma omp simd reduction(+ : dot)
+            for (int64_t r = 0; r < n; ++r) dot += double(gy[r * stride]);
+#pragma omp simd
+            for (int64_t r = 0; r < n; ++r)
+              gx[r * stride] = T(double(gy[r * stride]) - exp_f64(double(ys[r * stride])) * dot);
+          } else {
+#pragma omp simd reduction(+ : dot)
+            for (int64_t r = 0; r < n; ++r) dot += double(gy[r * stride]) * double(ys[r * stride]);
+#pragma omp simd
+            for (int64_t r = 0; r < n; ++r)
+              gx[r * stride] = T(double(ys[r * stride]) * (double(gy[r * stride]) - dot));
+          }
         }
       }
-    }
+    });
   });
 }
 
