@@ -5,7 +5,8 @@
 //
 // The DFT is a mixed-radix Stockham FFT (radices 4, 2, 3, 5, and a direct DFT for any other
 // prime) run on kLanes frames at once, one frame per SIMD lane: every butterfly is a
-// vector operation with broadcast twiddles and no shuffles. An even n_fft packs its real
+// vector operation with broadcast twiddles and no shuffles. (Each capability's copy works on
+// as many of the kLanes frames as one of its registers holds at a time: stft.cpp's V.) An even n_fft packs its real
 // samples into a complex FFT of half the length (x[2n] + i x[2n+1]) and unpacks after.
 // Chosen over the DFT as one SGEMM (frames [F, 400] x basis [400, 402]): for peer_torch.py's
 // mel batch (16 clips of 10 s, F = 16016) OpenBLAS's SGEMM alone took 77-90 ms on one core of
