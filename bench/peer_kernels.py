@@ -131,10 +131,12 @@ class Bench:
         return time.perf_counter() - begin
 
     def time_rotated(self, sets, call, min_calls, min_seconds):
-        """As bench_kernels' time_rotated: two untimed calls, two to size the timed run,
-        then the timed run, continuing the rotation (each call's set the least recent)."""
-        self.time_calls(sets, 0, 2, call)
-        first, calls = 2, max(min_calls, 1)
+        """As bench_kernels' time_rotated: one untimed call per set (two at least, so each
+        set's backward has made the gradients it keeps), two to size the timed run, then the
+        timed run, continuing the rotation (each call's set the least recent)."""
+        warm_up = max(sets, 2)
+        self.time_calls(sets, 0, warm_up, call)
+        first, calls = warm_up, max(min_calls, 1)
         if min_seconds > 0:
             estimate = self.time_calls(sets, first, 2, call) / 2
             first += 2

@@ -1,5 +1,6 @@
 // Cross entropy on the CPU: one position (a line of `classes` scores, stride `inner`) per
-// OpenMP iteration, in double.
+// OpenMP iteration; the exponentials in the data's precision, the loss and the target's
+// gradient in double.
 #include "kernels/cpu/cross_entropy.h"
 
 #include <algorithm>
@@ -18,6 +19,13 @@ namespace {
 
 template <typename T>
 using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+inline float exp_of(float x) {
+  return exp_f32(x);
+}
+inline double exp_of(double x) {
+  return exp_f64(x);
+}
 
 template <typename T>
 double class_weight(const void* weight, int64_t c) {
@@ -46,6 +54,7 @@ void cross_entropy_forward(DType dtype, const void* scores, const int64_t* targe
   SONATA_NVTX_RANGE("sonata::cpu::cross_entropy_forward");
   dispatch_f32_f64(dtype, "cross_entropy_forward", [&]<typename T>() {
     using S = stat_t<T>;
+    using M = S;  // the exponentials in the data's precision
     const T* all = static_cast<const T*>(scores);
     const int64_t positions = outer * inner;
     const double s = label_smoothing;
@@ -57,15 +66,18 @@ void cross_entropy_forward(DType dtype, const void* scores, const int64_t* targe
         // low digits of a large peak (kernels/cpu/cross_entropy.h).
         double peak = 0, log_total = 0;
         if (normalize) {
-          peak = -std::numeric_limits<double>::infinity();
-#pragma omp simd reduction(max : peak)
-          for (int64_t c = 0; c < classes; ++c) peak = std::max(peak, double(z[c * stride]));
-          if (std::isinf(peak) && peak < 0) peak = 0;
-          // exp_f64, not std::exp: glibc's is a scalar call, and this loop is the whole op.
-          double total = 0;
+          // In the data's precision: float lanes are twice as many as double ones, and
+          // exp_f32 is within a few ulp of expf, as PyTorch's vectorised log_softmax.
+          M peak_m = -std::numeric_limits<M>::infinity();
+#pragma omp simd reduction(max : peak_m)
+          for (int64_t c = 0; c < classes; ++c) peak_m = std::max(peak_m, M(z[c * stride]));
+          if (std::isinf(peak_m) && peak_m < 0) peak_m = 0;
+          // exp_of, not std::exp: glibc's is a scalar call, and this loop is the whole op.
+          M total = 0;
 #pragma omp simd reduction(+ : total)
-          for (int64_t c = 0; c < classes; ++c) total += exp_f64(double(z[c * stride]) - peak);
-          log_total = std::log(total);
+          for (int64_t c = 0; c < classes; ++c) total += exp_of(M(z[c * stride]) - peak_m);
+          peak = double(peak_m);
+          log_total = std::log(double(total));
         }
         static_cast<S*>(log_sum_exp)[2 * at] = S(peak);
         static_cast<S*>(log_sum_exp)[2 * at + 1] = S(log_total);
@@ -100,6 +112,7 @@ void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scor
   SONATA_NVTX_RANGE("sonata::cpu::cross_entropy_backward");
   dispatch_f32_f64(dtype, "cross_entropy_backward", [&]<typename T>() {
     using S = stat_t<T>;
+    using M = S;  // the exponentials in the data's precision
     const T* all = static_cast<const T*>(scores);
     T* grad_all = static_cast<T*>(grad_scores);
     const int64_t positions = outer * inner;
@@ -123,11 +136,30 @@ void cross_entropy_backward(DType dtype, const void* grad_loss, const void* scor
         const double log_total = double(static_cast<const S*>(log_sum_exp)[2 * at + 1]);
         // The softmax term collects every class's share of the target distribution's weight.
         const double p_coefficient = normalize ? (1 - s) * w_t + smooth_share * all_weights : 0;
-        for (int64_t c = 0; c < classes; ++c) {
-          const double p = normalize ? exp_f64((double(z[c * stride]) - peak) - log_total) : 0;
-          const double hit = c == t ? (1 - s) * w_t : 0;
-          gz[c * stride] =
-              T(g * (p * p_coefficient - hit - smooth_share * class_weight<T>(weight, c)));
+        // Every class first as if it were not the target, in the data's precision and with
+        // the weight's branch outside the loop (both kept it scalar: 5 ms for [1024, 1000]);
+        // then the target's own entry again in double.
+        const M p_scale = M(g * p_coefficient), smooth_scale = M(g * smooth_share);
+        const M peak_m = M(peak), log_total_m = M(log_total);
+        const auto* w = static_cast<const S*>(weight);
+        if (normalize && w) {
+#pragma omp simd
+          for (int64_t c = 0; c < classes; ++c)
+            gz[c * stride] = T(p_scale * exp_of((M(z[c * stride]) - peak_m) - log_total_m) -
+                               smooth_scale * M(w[c]));
+        } else if (normalize) {
+#pragma omp simd
+          for (int64_t c = 0; c < classes; ++c)
+            gz[c * stride] =
+                T(p_scale * exp_of((M(z[c * stride]) - peak_m) - log_total_m) - smooth_scale);
+        } else {
+#pragma omp simd
+          for (int64_t c = 0; c < classes; ++c)
+            gz[c * stride] = T(-smooth_scale * (w ? M(w[c]) : M(1)));
+        }
+        if (valid) {
+          const double p_t = normalize ? std::exp((double(z[t * stride]) - peak) - log_total) : 0;
+          gz[t * stride] = T(g * (p_t * p_coefficient - (1 - s) * w_t - smooth_share * w_t));
         }
       }
     });
