@@ -19,11 +19,11 @@ namespace {
 template <typename T>
 using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// Calls visit(plane_offset) for the start of every (image, channel c) plane of `spatial`
-// contiguous elements.
-template <typename Visit>
-inline void for_planes(int64_t batch, int64_t channels, int64_t spatial, int64_t c, Visit&& visit) {
-  for (int64_t n = 0; n < batch; ++n) visit((n * channels + c) * spatial);
+// The start of the (image n, channel c) plane of `spatial` contiguous elements. The kernels
+// loop over n themselves: GCC 12 left an `omp simd reduction` over floats scalar when it sat
+// in a lambda called per plane (the batch-norm backward took 5.8 ms against PyTorch's 2.6).
+inline int64_t plane_start(int64_t n, int64_t channels, int64_t c, int64_t spatial) {
+  return (n * channels + c) * spatial;
 }
 
 bool parallel_worth_it(int64_t batch, int64_t channels, int64_t spatial) {
@@ -52,16 +52,18 @@ void batch_norm_statistics(DType dtype, const void* x, int64_t batch, int64_t ch
 #pragma omp parallel for schedule(static) if (parallel_worth_it(batch, channels, spatial))
     for (int64_t c = 0; c < channels; ++c) {
       double total = 0;
-      for_planes(batch, channels, spatial, c, [&](int64_t plane) {
+      for (int64_t n = 0; n < batch; ++n) {
+        const int64_t plane = plane_start(n, channels, c, spatial);
         T sum = 0;
 #pragma omp simd reduction(+ : sum)
         for (int64_t s = 0; s < spatial; ++s) sum += in[plane + s];
         total += double(sum);
-      });
+      }
       const double mu = total / count;
       const T mu_t = T(mu);
       double squares = 0;
-      for_planes(batch, channels, spatial, c, [&](int64_t plane) {
+      for (int64_t n = 0; n < batch; ++n) {
+        const int64_t plane = plane_start(n, channels, c, spatial);
         T sum = 0;
 #pragma omp simd reduction(+ : sum)
         for (int64_t s = 0; s < spatial; ++s) {
@@ -69,7 +71,7 @@ void batch_norm_statistics(DType dtype, const void* x, int64_t batch, int64_t ch
           sum += d * d;
         }
         squares += double(sum);
-      });
+      }
       static_cast<S*>(mean)[c] = S(mu);
       static_cast<S*>(invstd)[c] = S(1.0 / std::sqrt(squares / count + eps));
       if (running_mean) {
@@ -96,7 +98,8 @@ void batch_norm_apply(DType dtype, const void* x, const void* mean, const void* 
     for (int64_t c = 0; c < channels; ++c) {
       const double scale = param<T>(invstd, c, 1) * param<T>(weight, c, 1);
       const T scale_t = T(scale), mu_t = T(param<T>(mean, c, 0)), shift_t = T(param<T>(bias, c, 0));
-      for_planes(batch, channels, spatial, c, [&](int64_t plane) {
+      for (int64_t n = 0; n < batch; ++n) {
+        const int64_t plane = plane_start(n, channels, c, spatial);
         const T* src = in + plane;
         T* dst = out + plane;
         if (clamp) {
@@ -109,7 +112,7 @@ void batch_norm_apply(DType dtype, const void* x, const void* mean, const void* 
 #pragma omp simd
           for (int64_t s = 0; s < spatial; ++s) dst[s] = (src[s] - mu_t) * scale_t + shift_t;
         }
-      });
+      }
     }
   });
 }
@@ -128,7 +131,8 @@ void batch_norm_backward_reduce(DType dtype, const void* grad_y, const void* x,
     for (int64_t c = 0; c < channels; ++c) {
       const T mu = T(param<T>(mean, c, 0));
       double dy_total = 0, dy_centered = 0;
-      for_planes(batch, channels, spatial, c, [&](int64_t plane) {
+      for (int64_t n = 0; n < batch; ++n) {
+        const int64_t plane = plane_start(n, channels, c, spatial);
         T plane_dy = 0, plane_centered = 0;
         const T* g = gy + plane;
         const T* v = in + plane;
@@ -149,7 +153,7 @@ void batch_norm_backward_reduce(DType dtype, const void* grad_y, const void* x,
         }
         dy_total += double(plane_dy);
         dy_centered += double(plane_centered);
-      });
+      }
       static_cast<S*>(sum_dy)[c] = S(dy_total);
       static_cast<S*>(sum_dy_xhat)[c] = S(dy_centered * param<T>(invstd, c, 1));
     }
@@ -179,7 +183,8 @@ void batch_norm_backward_input(DType dtype, const void* grad_y, const void* x,
       // dy - mean_dy formed first: folding mu into one offset cancels catastrophically.
       const T scale_t = T(scale), x_factor_t = T(-scale * inv * mean_dy_xhat), mu_t = T(mu),
               mean_dy_t = T(mean_dy);
-      for_planes(batch, channels, spatial, c, [&](int64_t plane) {
+      for (int64_t n = 0; n < batch; ++n) {
+        const int64_t plane = plane_start(n, channels, c, spatial);
         const T* g = gy + plane;
         const T* v = in + plane;
         T* out = gx + plane;
@@ -194,7 +199,7 @@ void batch_norm_backward_input(DType dtype, const void* grad_y, const void* x,
           for (int64_t s = 0; s < spatial; ++s)
             out[s] = (g[s] - mean_dy_t) * scale_t + (v[s] - mu_t) * x_factor_t;
         }
-      });
+      }
     }
   });
 }

@@ -2,6 +2,8 @@
 // loops, float64 gradient checks of every input in training and evaluation, 2-D to 4-D.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -180,6 +182,49 @@ TEST_CASE("batch_norm gradients in training and evaluation", "[ops][batch_norm][
                           : batch_norm(in[0], in[1], in[2], rm, rv, options);
             },
             {x, w, b});
+      }
+    }
+  }
+}
+
+TEST_CASE("batch_norm's f32 outputs and gradients agree with the f64 ones",
+          "[ops][batch_norm][grad]") {
+  // The f32 kernels sum each plane in float lanes; every case of the table, the large ones
+  // included, with and without the fused ReLU, against the double computation.
+  uint64_t seed = 770;
+  for (const BatchNormCase& test : batch_norm_cases()) {
+    const Shape& shape = test.x;
+    const int64_t c = shape[1];
+    const std::vector<double> x = values_of(grad_input(shape, ++seed, -2, 2)),
+                              w = values_of(grad_input({c}, ++seed, 0.5, 1.5)),
+                              b = values_of(grad_input({c}, ++seed)),
+                              seed_grad = values_of(grad_input(shape, ++seed));
+    for (bool training : {true, false}) {
+      for (bool relu : {false, true}) {
+        INFO("shape " << shape_str(shape) << " training " << training << " relu " << relu);
+        auto run = [&](DType dtype) {
+          std::vector<Tensor> leaves{f64_tensor(x, shape).to(dtype), f64_tensor(w, {c}).to(dtype),
+                                     f64_tensor(b, {c}).to(dtype)};
+          for (Tensor& leaf : leaves) leaf.set_requires_grad(true);
+          Tensor rm = zeros({c}, TensorOptions{}.with(dtype)),
+                 rv = ones({c}, TensorOptions{}.with(dtype));
+          const BatchNormOptions options{training, 0.1, 1e-5};
+          const Tensor y = relu ? batch_norm_relu(leaves[0], leaves[1], leaves[2], rm, rv, options)
+                                : batch_norm(leaves[0], leaves[1], leaves[2], rm, rv, options);
+          y.backward(f64_tensor(seed_grad, shape).to(dtype));
+          std::vector<std::vector<double>> values{values_of(y)};
+          for (const Tensor& leaf : leaves) values.push_back(values_of(leaf.grad()));
+          return values;
+        };
+        const auto expected = run(DType::f64), actual = run(DType::f32);
+        for (size_t i = 0; i < expected.size(); ++i) {
+          INFO("output 0, gradients of x, weight, bias 1-3: " << i);
+          double largest = 0;
+          for (double e : expected[i]) largest = std::max(largest, std::fabs(e));
+          REQUIRE(actual[i].size() == expected[i].size());
+          for (size_t k = 0; k < actual[i].size(); ++k)
+            CHECK(actual[i][k] == Approx(expected[i][k]).epsilon(1e-4).margin(1e-5 * largest));
+        }
       }
     }
   }
