@@ -31,6 +31,27 @@ namespace {
 constexpr int64_t kMinRows = 8, kMinColumns = 24, kMinDepth = 16;
 constexpr int64_t kMinWork = int64_t(1) << 19;
 
+// rows[i][j] becomes rows[j][i]: 8 x 8 floats in ymm registers (both instruction sets have
+// them), by 32-bit pairs within 128-bit lanes, then 64-bit pairs, then lanes across rows.
+inline void transpose_8x8(__m256 (&rows)[8]) {
+  __m256 pairs[8];
+  for (int g = 0; g < 8; g += 4) {
+    const __m256 lo01 = _mm256_unpacklo_ps(rows[g], rows[g + 1]);
+    const __m256 hi01 = _mm256_unpackhi_ps(rows[g], rows[g + 1]);
+    const __m256 lo23 = _mm256_unpacklo_ps(rows[g + 2], rows[g + 3]);
+    const __m256 hi23 = _mm256_unpackhi_ps(rows[g + 2], rows[g + 3]);
+    // pairs[g + e], lane k: rows g..g+3 at element 4k + e.
+    pairs[g] = _mm256_shuffle_ps(lo01, lo23, 0x44);
+    pairs[g + 1] = _mm256_shuffle_ps(lo01, lo23, 0xEE);
+    pairs[g + 2] = _mm256_shuffle_ps(hi01, hi23, 0x44);
+    pairs[g + 3] = _mm256_shuffle_ps(hi01, hi23, 0xEE);
+  }
+  for (int e = 0; e < 4; ++e) {
+    rows[e] = _mm256_permute2f128_ps(pairs[e], pairs[4 + e], 0x20);
+    rows[4 + e] = _mm256_permute2f128_ps(pairs[e], pairs[4 + e], 0x31);
+  }
+}
+
 #if SONATA_CPU_CAPABILITY == 2
 // The register tile: 8 rows of C (A's values broadcast) by 48 columns (three 16-float
 // vectors of B), 24 accumulators of the 32 vector registers.
@@ -95,25 +116,7 @@ struct Isa {
   static void storeu(float* p, Vec v) { _mm256_storeu_ps(p, v); }
   static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
   static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
-  // rows[i][j] becomes rows[j][i]: 8 x 8 floats in registers.
-  static void transpose(Vec (&rows)[8]) {
-    Vec pairs[8];
-    for (int g = 0; g < 8; g += 4) {
-      const Vec lo01 = _mm256_unpacklo_ps(rows[g], rows[g + 1]);
-      const Vec hi01 = _mm256_unpackhi_ps(rows[g], rows[g + 1]);
-      const Vec lo23 = _mm256_unpacklo_ps(rows[g + 2], rows[g + 3]);
-      const Vec hi23 = _mm256_unpackhi_ps(rows[g + 2], rows[g + 3]);
-      // pairs[g + e], lane k: rows g..g+3 at element 4k + e.
-      pairs[g] = _mm256_shuffle_ps(lo01, lo23, 0x44);
-      pairs[g + 1] = _mm256_shuffle_ps(lo01, lo23, 0xEE);
-      pairs[g + 2] = _mm256_shuffle_ps(hi01, hi23, 0x44);
-      pairs[g + 3] = _mm256_shuffle_ps(hi01, hi23, 0xEE);
-    }
-    for (int e = 0; e < 4; ++e) {
-      rows[e] = _mm256_permute2f128_ps(pairs[e], pairs[4 + e], 0x20);
-      rows[4 + e] = _mm256_permute2f128_ps(pairs[e], pairs[4 + e], 0x31);
-    }
-  }
+  static void transpose(Vec (&rows)[8]) { transpose_8x8(rows); }
 };
 #endif
 
@@ -168,6 +171,17 @@ void for_each_panel(int64_t extent, int64_t width, int64_t depth, float* out, Fi
   }
 }
 
+// The first kTileRows floats of v to out (8 on AVX-512; AVX2's 6 under a mask, so that
+// nothing past the panel is written).
+inline void store_tile_rows(float* out, __m256 v) {
+  if constexpr (kTileRows == 8) {
+    _mm256_storeu_ps(out, v);
+  } else {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_ps(out, _mm256_cmpgt_epi32(_mm256_set1_epi32(int(kTileRows)), lanes), v);
+  }
+}
+
 // op(A)[rows, depth] starting at (row0, p0), times alpha, as panels of kTileRows rows:
 // panel r holds, for each p, its kTileRows rows' values together (zero past the last row).
 void pack_a(const GemmShape& s, const float* a, float alpha, int64_t row0, int64_t rows, int64_t p0,
@@ -180,9 +194,26 @@ void pack_a(const GemmShape& s, const float* a, float alpha, int64_t row0, int64
         for (int64_t i = 0; i < live; ++i) panel[p * kTileRows + i] = alpha * src[i];
       }
     } else {
+      // A stored [m, k]: the panel is a transpose of the tile's rows, 8 depths at a time in
+      // registers (element by element, the packing was a tenth of a 2048 x 1024 x 640
+      // product: one scalar store per value, each a panel row apart).
+      const float* first_row = a + (row0 + r) * s.lda + p0;
+      int64_t p = 0;
+      if (live == kTileRows) {
+        const __m256 alpha_v = _mm256_set1_ps(alpha);
+        for (; p + 8 <= depth; p += 8) {
+          __m256 square[8];
+          for (int64_t i = 0; i < 8; ++i)
+            square[i] = i < kTileRows
+                            ? _mm256_mul_ps(alpha_v, _mm256_loadu_ps(first_row + i * s.lda + p))
+                            : _mm256_setzero_ps();
+          transpose_8x8(square);
+          for (int64_t t = 0; t < 8; ++t) store_tile_rows(panel + (p + t) * kTileRows, square[t]);
+        }
+      }
       for (int64_t i = 0; i < live; ++i) {
-        const float* src = a + (row0 + r + i) * s.lda + p0;
-        for (int64_t p = 0; p < depth; ++p) panel[p * kTileRows + i] = alpha * src[p];
+        const float* src = first_row + i * s.lda;
+        for (int64_t q = p; q < depth; ++q) panel[q * kTileRows + i] = alpha * src[q];
       }
     }
   });
