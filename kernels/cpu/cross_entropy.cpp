@@ -20,8 +20,11 @@ namespace {
 template <typename T>
 using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
+// Zero below exp_f32's range instead of its clamp's 2^-126: that times the loss's scale is
+// a denormal, and a diverged classifier's gradient full of them made every layer beneath it
+// compute on denormals (a VGG19_BN CPU step went from 2 s to 60 s).
 inline float exp_of(float x) {
-  return exp_f32(x);
+  return x < -87.3365447f ? 0.0f : exp_f32(x);
 }
 inline double exp_of(double x) {
   return exp_f64(x);

@@ -175,6 +175,26 @@ TEST_CASE("cross_entropy's f32 gradient agrees with the f64 one", "[ops][cross_e
   }
 }
 
+TEST_CASE("cross_entropy's gradient is zero, not denormal, where a probability underflows",
+          "[ops][cross_entropy][grad]") {
+  // Logits 100 and 200 below the peak: their probabilities are below the smallest normal
+  // float, so their gradient is 0 in f32 (denormals would slow every layer beneath).
+  for (DType dtype : {DType::f32, DType::f64}) {
+    INFO(dtype_name(dtype));
+    Tensor logits = f64_tensor({50.0, -50.0, -150.0, 0.0, 0.0, 0.0}, {2, 3}).to(dtype);
+    logits.set_requires_grad(true);
+    cross_entropy(logits, i64_tensor({0, 1}, {2})).backward();
+    const std::vector<double> grad = values_of(logits.grad());
+    for (double g : grad) CHECK((g == 0.0 || std::fabs(g) >= 1e-300));
+    if (dtype == DType::f32) {
+      CHECK(grad[1] == 0.0);
+      CHECK(grad[2] == 0.0);
+    }
+    CHECK(grad[0] == Approx(0.0).margin(1e-7));
+    CHECK(grad[4] == Approx(-1.0 / 3).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("nll_loss on log_softmax equals cross_entropy, with its own gradient",
           "[ops][cross_entropy][grad]") {
   for (const CrossEntropyCase& test : cross_entropy_cases()) {
