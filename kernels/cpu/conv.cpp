@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "base/error.h"
 #include "base/nvtx.h"
 #include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_packed.h"
 
 namespace sonata::kernels::cpu {
 namespace {
@@ -141,6 +143,19 @@ void gemm_once(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, in
   gemm(dtype, g, 1.0, a, b, beta, c);
 }
 
+// f32 products that the packed sgemm takes read their im2col columns straight from the
+// images (ImageColumns): the columns are never written out and read back.
+template <typename T>
+bool columns_from_images(int64_t m, int64_t n, int64_t k) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    GemmShape g;
+    g.m = m, g.n = n, g.k = k;
+    return packed_sgemm_applies(g);
+  }
+}
+
 // The CPU kernels are the NCHW reference; the engine converts channels-last tensors first.
 void require_nchw(const Conv2dShape& s) {
   SONATA_CHECK(!s.channels_last,
@@ -186,9 +201,19 @@ void conv2d_forward(DType dtype, const Conv2dShape& s, const void* x, const void
       const int64_t images = std::min(chunk, s.n - n0), row_len = images * hw_out;
       T* cols = static_cast<T*>(workspace);
       T* rows = cols + s.patch() * row_len;
-      im2col(s, static_cast<const T*>(x) + n0 * s.c_in * s.h * s.w, images, cols);
-      gemm_once(dtype, false, false, s.c_out, row_len, s.patch(), weight, s.patch(), cols, row_len,
-                0.0, rows, row_len);
+      const T* chunk_x = static_cast<const T*>(x) + n0 * s.c_in * s.h * s.w;
+      if (columns_from_images<T>(s.c_out, row_len, s.patch())) {
+        if constexpr (std::is_same_v<T, float>) {
+          GemmShape g;
+          g.m = s.c_out, g.n = row_len, g.k = s.patch(), g.lda = s.patch(), g.ldc = row_len;
+          packed_sgemm_image(g, 1.0f, static_cast<const float*>(weight), {s, chunk_x, images}, 0.0f,
+                             rows);
+        }
+      } else {
+        im2col(s, chunk_x, images, cols);
+        gemm_once(dtype, false, false, s.c_out, row_len, s.patch(), weight, s.patch(), cols,
+                  row_len, 0.0, rows, row_len);
+      }
       rows_to_images(rows, static_cast<const T*>(bias), images, s.c_out, hw_out,
                      static_cast<T*>(y) + n0 * s.c_out * hw_out);
     }
@@ -246,12 +271,22 @@ void conv2d_backward_weight(DType dtype, const Conv2dShape& s, const void* grad_
       const int64_t images = std::min(chunk, s.n - n0), row_len = images * hw_out;
       T* cols = static_cast<T*>(workspace);
       T* rows = cols + s.patch() * row_len;
-      im2col(s, static_cast<const T*>(x) + n0 * s.c_in * s.h * s.w, images, cols);
+      const T* chunk_x = static_cast<const T*>(x) + n0 * s.c_in * s.h * s.w;
       images_to_rows(static_cast<const T*>(grad_y) + n0 * s.c_out * hw_out, images, s.c_out, hw_out,
                      rows);
       // grad_weight[c_out, patch] += rows [c_out, row_len] @ cols^T [row_len, patch].
-      gemm_once(dtype, false, true, s.c_out, s.patch(), row_len, rows, row_len, cols, row_len, 1.0,
-                gw, s.patch());
+      if (columns_from_images<T>(s.c_out, s.patch(), row_len)) {
+        if constexpr (std::is_same_v<T, float>) {
+          GemmShape g;
+          g.trans_b = true;
+          g.m = s.c_out, g.n = s.patch(), g.k = row_len, g.lda = row_len, g.ldc = s.patch();
+          packed_sgemm_image(g, 1.0f, rows, {s, chunk_x, images}, 1.0f, gw);
+        }
+      } else {
+        im2col(s, chunk_x, images, cols);
+        gemm_once(dtype, false, true, s.c_out, s.patch(), row_len, rows, row_len, cols, row_len,
+                  1.0, gw, s.patch());
+      }
       if (!gb) continue;
 #pragma omp parallel for schedule(static) if (s.c_out * row_len >= kParallelMin)
       for (int64_t c = 0; c < s.c_out; ++c) {

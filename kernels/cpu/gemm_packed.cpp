@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #if defined(__x86_64__)
 // GCC 12's unpack and shuffle intrinsics pass an "undefined" vector that it then reports as
@@ -266,6 +267,104 @@ void pack_b(const GemmShape& s, const float* b, int64_t p0, int64_t depth, int64
   });
 }
 
+// Gathering a segment of an image-columns row, split so that the divisions happen once per
+// panel (the column side) and once per row of the depth (the patch side), not per value.
+// The column side: [column0, column0 + count) as runs inside one output row each.
+struct ColumnRun {
+  int64_t image_offset;  // the run's image, from the chunk's first
+  int64_t input_row0;    // oh * stride_h: the input row of kernel row 0 before padding
+  int64_t first, stop;   // output columns [first, stop) of that row
+  int64_t out_offset;    // where output column ow lands: out[out_offset + ow]
+};
+
+void plan_runs(const Conv2dShape& s, int64_t column0, int64_t count, std::vector<ColumnRun>& runs) {
+  runs.clear();
+  const int64_t hw_out = s.h_out * s.w_out;
+  for (int64_t column = column0, end = column0 + count; column < end;) {
+    const int64_t b = column / hw_out, pixel = column % hw_out;
+    const int64_t oh = pixel / s.w_out, first = pixel % s.w_out;
+    const int64_t run = std::min(end - column, s.w_out - first);
+    runs.push_back(
+        {b * s.c_in * s.h * s.w, oh * s.stride_h, first, first + run, (column - column0) - first});
+    column += run;
+  }
+}
+
+// The patch side: row r = (channel c, kernel row i, kernel column j).
+struct PatchRow {
+  int64_t plane_offset;  // c's plane in an image
+  int64_t row_shift;     // i * dil_h - pad_h
+  int64_t w_offset;      // j * dil_w - pad_w
+  int64_t lo, hi;        // output columns whose input column lies inside the image
+};
+
+PatchRow patch_row(const Conv2dShape& s, int64_t r) {
+  const int64_t c = r / (s.kh * s.kw), i = (r / s.kw) % s.kh, j = r % s.kw;
+  const int64_t w_offset = j * s.dil_w - s.pad_w;
+  const int64_t lo =
+      std::min(s.w_out, w_offset >= 0 ? 0 : (-w_offset + s.stride_w - 1) / s.stride_w);
+  const int64_t last = s.w - 1 - w_offset;  // the largest ow * stride_w allowed
+  const int64_t hi = std::max(lo, last < 0 ? lo : std::min(s.w_out, last / s.stride_w + 1));
+  return {c * s.h * s.w, i * s.dil_h - s.pad_h, w_offset, lo, hi};
+}
+
+// out[k] = columns[row, column0 + k] for the segment that `runs` describe.
+void gather(const ImageColumns& source, const PatchRow& row, const std::vector<ColumnRun>& runs,
+            float* out) {
+  const Conv2dShape& s = source.shape;
+  for (const ColumnRun& run : runs) {
+    float* dst = out + run.out_offset;
+    const int64_t ih = run.input_row0 + row.row_shift;
+    if (ih < 0 || ih >= s.h) {
+      for (int64_t ow = run.first; ow < run.stop; ++ow) dst[ow] = 0.0f;
+      continue;
+    }
+    const float* src = source.x + run.image_offset + row.plane_offset + ih * s.w + row.w_offset;
+    const int64_t inside_lo = std::clamp(row.lo, run.first, run.stop);
+    const int64_t inside_hi = std::clamp(row.hi, inside_lo, run.stop);
+    for (int64_t ow = run.first; ow < inside_lo; ++ow) dst[ow] = 0.0f;
+    if (s.stride_w == 1) {
+      for (int64_t ow = inside_lo; ow < inside_hi; ++ow) dst[ow] = src[ow];
+    } else {
+      for (int64_t ow = inside_lo; ow < inside_hi; ++ow) dst[ow] = src[ow * s.stride_w];
+    }
+    for (int64_t ow = inside_hi; ow < run.stop; ++ow) dst[ow] = 0.0f;
+  }
+}
+
+thread_local PackBuffer gathered_rows_buffer;
+thread_local std::vector<ColumnRun> column_runs;
+thread_local std::vector<PatchRow> patch_rows;
+
+// pack_b's layout, op(B) being the image columns or their transpose.
+void pack_b(const GemmShape& s, const ImageColumns& source, int64_t p0, int64_t depth,
+            int64_t column0, int64_t columns, float* out) {
+  if (!s.trans_b) {
+    // op(B)[p, column]: rows of the depth are patch rows, columns are pixels.
+    patch_rows.resize(size_t(depth));
+    for (int64_t p = 0; p < depth; ++p) patch_rows[size_t(p)] = patch_row(source.shape, p0 + p);
+    for_each_panel(columns, kTileColumns, depth, out, [&](int64_t q, int64_t live, float* panel) {
+      plan_runs(source.shape, column0 + q, live, column_runs);
+      for (int64_t p = 0; p < depth; ++p)
+        gather(source, patch_rows[size_t(p)], column_runs, panel + p * kTileColumns);
+    });
+    return;
+  }
+  // op(B)[p, j] = columns[j, p]: the depth runs over pixels. Each of a panel's patch rows is
+  // gathered whole along the depth, then packed as a transposed dense B (its register
+  // transposes).
+  plan_runs(source.shape, p0, depth, column_runs);
+  float* gathered = gathered_rows_buffer.get(kTileColumns * depth);
+  GemmShape dense = s;
+  dense.ldb = depth;
+  for (int64_t q = 0; q < columns; q += kTileColumns) {
+    const int64_t live = std::min(kTileColumns, columns - q);
+    for (int64_t j = 0; j < live; ++j)
+      gather(source, patch_row(source.shape, column0 + q + j), column_runs, gathered + j * depth);
+    pack_b(dense, gathered, 0, depth, 0, live, out + q * depth);
+  }
+}
+
 // C[kTileRows, kTileColumns] tile (or its top-left rows x columns) = beta * C + panel_a *
 // panel_b over depth. (Reading an unpacked B in place instead, for few rows of C, ran 2-4x
 // slower: a tile's 192 rows of B lie a whole B row apart, one page and one cache set each.)
@@ -316,9 +415,11 @@ void tile(int64_t depth, const float* panel_a, const float* panel_b, float* c, i
   }
 }
 
-// C[row0:row1, column0:column1] of the product, on the calling thread.
-void gemm_region(const GemmShape& s, float alpha, const float* a, const float* b, float beta,
-                 float* c, int64_t row0, int64_t row1, int64_t column0, int64_t column1) {
+// C[row0:row1, column0:column1] of the product, on the calling thread. B: a dense matrix
+// (const float*) or ImageColumns.
+template <typename B>
+void gemm_region(const GemmShape& s, float alpha, const float* a, const B& b, float beta, float* c,
+                 int64_t row0, int64_t row1, int64_t column0, int64_t column1) {
   const int64_t rows = row1 - row0, columns = column1 - column0;
   const int64_t block_rows = std::min(kBlockRows, (rows + kTileRows - 1) / kTileRows * kTileRows);
   const int64_t block_columns =
@@ -353,20 +454,9 @@ void gemm_region(const GemmShape& s, float alpha, const float* a, const float* b
   }
 }
 
-}  // namespace
-
-bool packed_sgemm_applies(const GemmShape& s) {
-  // SONATA_PACKED_SGEMM=0 hands every product back to OpenBLAS, for side-by-side timing.
-  static const bool enabled = [] {
-    const char* setting = std::getenv("SONATA_PACKED_SGEMM");
-    return !setting || std::strcmp(setting, "0") != 0;
-  }();
-  return enabled && s.m >= kMinRows && s.n >= kMinColumns && s.k >= kMinDepth &&
-         s.m * s.n * s.k >= kMinWork;
-}
-
-void packed_sgemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta,
-                  float* c) {
+template <typename B>
+void threaded_sgemm(const GemmShape& s, float alpha, const float* a, const B& b, float beta,
+                    float* c) {
   const int64_t work = s.m * s.n * s.k;
   const int64_t threads =
       omp_in_parallel() ? 1 : std::clamp<int64_t>(work / kWorkPerThread, 1, omp_get_max_threads());
@@ -389,6 +479,28 @@ void packed_sgemm(const GemmShape& s, float alpha, const float* a, const float* 
   }
 }
 
+}  // namespace
+
+bool packed_sgemm_applies(const GemmShape& s) {
+  // SONATA_PACKED_SGEMM=0 hands every product back to OpenBLAS, for side-by-side timing.
+  static const bool enabled = [] {
+    const char* setting = std::getenv("SONATA_PACKED_SGEMM");
+    return !setting || std::strcmp(setting, "0") != 0;
+  }();
+  return enabled && s.m >= kMinRows && s.n >= kMinColumns && s.k >= kMinDepth &&
+         s.m * s.n * s.k >= kMinWork;
+}
+
+void packed_sgemm(const GemmShape& s, float alpha, const float* a, const float* b, float beta,
+                  float* c) {
+  threaded_sgemm(s, alpha, a, b, beta, c);
+}
+
+void packed_sgemm_image(const GemmShape& s, float alpha, const float* a,
+                        const ImageColumns& columns, float beta, float* c) {
+  threaded_sgemm(s, alpha, a, columns, beta, c);
+}
+
 SONATA_CPU_END
 
 #else  // the baseline: OpenBLAS (or the built-in loop) keeps every product
@@ -401,6 +513,10 @@ bool packed_sgemm_applies(const GemmShape&) {
 void packed_sgemm(const GemmShape&, float, const float*, const float*, float, float*) {
   std::abort();  // unreachable: packed_sgemm_applies is false
 }
+
+void packed_sgemm_image(const GemmShape&, float, const float*, const ImageColumns&, float, float*) {
+  std::abort();  // unreachable: packed_sgemm_applies is false
+}
 SONATA_CPU_END
 
 #endif
@@ -410,6 +526,7 @@ namespace sonata::kernels::cpu {
 
 SONATA_CPU_DECLARE(packed_sgemm_applies)
 SONATA_CPU_DECLARE(packed_sgemm)
+SONATA_CPU_DECLARE(packed_sgemm_image)
 
 bool packed_sgemm_applies(const GemmShape& shape) {
   return SONATA_CPU_CALL(packed_sgemm_applies)(shape);
@@ -418,6 +535,11 @@ bool packed_sgemm_applies(const GemmShape& shape) {
 void packed_sgemm(const GemmShape& shape, float alpha, const float* a, const float* b, float beta,
                   float* c) {
   SONATA_CPU_CALL(packed_sgemm)(shape, alpha, a, b, beta, c);
+}
+
+void packed_sgemm_image(const GemmShape& shape, float alpha, const float* a,
+                        const ImageColumns& columns, float beta, float* c) {
+  SONATA_CPU_CALL(packed_sgemm_image)(shape, alpha, a, columns, beta, c);
 }
 
 }  // namespace sonata::kernels::cpu

@@ -9,6 +9,7 @@
 // half of a 512-bit FMA unit. The convolutions' and the LSTM input projections' products are
 // most of a CPU training step, so they take this path where the CPU has AVX2 or AVX-512;
 // double and the baseline capability keep OpenBLAS, and the skinny products keep gemm_skinny.
+#include "kernels/common/conv_shape.h"
 #include "kernels/common/gemm_shape.h"
 
 namespace sonata::kernels::cpu {
@@ -21,5 +22,22 @@ bool packed_sgemm_applies(const GemmShape& shape);
 // Accumulates in float, like sgemm; C is not read when beta is 0.
 void packed_sgemm(const GemmShape& shape, float alpha, const float* a, const float* b, float beta,
                   float* c);
+
+// A convolution's im2col columns as a GEMM operand, read from the images while the panels
+// are packed, so that the [patch, images * hw_out] matrix is never written out (for a
+// 64-channel 128 x 128 VGG layer it is 300 MB, written once and read back by every product).
+// Row r = (input channel, kernel row, kernel column), column = (image of the chunk, output
+// pixel); zero where the window reaches into the padding.
+struct ImageColumns {
+  Conv2dShape shape;         // the geometry (shape.n is not used)
+  const float* x = nullptr;  // the chunk's first image, NCHW
+  int64_t images = 0;
+};
+
+// packed_sgemm with op(B) the columns (shape.trans_b false: [patch, images * hw_out], the
+// forward) or their transpose (shape.trans_b true: [images * hw_out, patch], the weight
+// gradient); shape.ldb is not used. Only where packed_sgemm_applies(shape).
+void packed_sgemm_image(const GemmShape& shape, float alpha, const float* a,
+                        const ImageColumns& columns, float beta, float* c);
 
 }  // namespace sonata::kernels::cpu
