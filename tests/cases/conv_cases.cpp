@@ -41,6 +41,23 @@ const std::vector<ConvCase>& conv_cases() {
        {3, 20, 3, 3},
        {{2, 2}, {1, 1}, {1, 1}},
        true},
+      // Stride 1 on images 16 wide and more with products the packed sgemm takes: its
+      // forward and weight gradient read their columns from the images, and the input
+      // gradient runs as a forward convolution of grad_y with flipped weights (padding
+      // dil * (k - 1) - pad: 1, 2 and 4 here).
+      {"VGG 3x3 padding 1, 20x24",
+       {2, 16, 20, 24},
+       {32, 16, 3, 3},
+       {{1, 1}, {1, 1}, {1, 1}},
+       true,
+       true},
+      {"3x3 without padding, 18x20", {2, 16, 18, 20}, {24, 16, 3, 3}, {}, false, true},
+      {"dilation 2 padding 0, 16x20",
+       {2, 8, 16, 20},
+       {16, 8, 3, 3},
+       {{1, 1}, {0, 0}, {2, 2}},
+       true,
+       true},
       {"stride 3 wider than the kernel",
        {1, 2, 8, 10},
        {3, 2, 2, 2},
