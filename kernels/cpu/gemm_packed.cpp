@@ -336,13 +336,27 @@ thread_local PackBuffer gathered_rows_buffer;
 thread_local std::vector<ColumnRun> column_runs;
 thread_local std::vector<PatchRow> patch_rows;
 
-// pack_b's layout, op(B) being the image columns or their transpose.
+// Called once per depth slice [p0, p0 + depth), before its B panels are packed: what the
+// slice's panels share, worked out once (a dense B has nothing to prepare). Its divisions
+// per panel were a third of a forward's packing.
+void prepare_depth_slice(const GemmShape&, const float*, int64_t, int64_t) {}
+
+void prepare_depth_slice(const GemmShape& s, const ImageColumns& source, int64_t p0,
+                         int64_t depth) {
+  if (s.trans_b) {  // the depth runs over pixels
+    plan_runs(source.shape, p0, depth, column_runs);
+    return;
+  }
+  patch_rows.resize(size_t(depth));  // the depth runs over patch rows
+  for (int64_t p = 0; p < depth; ++p) patch_rows[size_t(p)] = patch_row(source.shape, p0 + p);
+}
+
+// pack_b's layout, op(B) being the image columns or their transpose; prepare_depth_slice ran
+// for [p0, p0 + depth).
 void pack_b(const GemmShape& s, const ImageColumns& source, int64_t p0, int64_t depth,
             int64_t column0, int64_t columns, float* out) {
   if (!s.trans_b) {
     // op(B)[p, column]: rows of the depth are patch rows, columns are pixels.
-    patch_rows.resize(size_t(depth));
-    for (int64_t p = 0; p < depth; ++p) patch_rows[size_t(p)] = patch_row(source.shape, p0 + p);
     for_each_panel(columns, kTileColumns, depth, out, [&](int64_t q, int64_t live, float* panel) {
       plan_runs(source.shape, column0 + q, live, column_runs);
       for (int64_t p = 0; p < depth; ++p)
@@ -353,7 +367,6 @@ void pack_b(const GemmShape& s, const ImageColumns& source, int64_t p0, int64_t 
   // op(B)[p, j] = columns[j, p]: the depth runs over pixels. Each of a panel's patch rows is
   // gathered whole along the depth, then packed as a transposed dense B (its register
   // transposes).
-  plan_runs(source.shape, p0, depth, column_runs);
   float* gathered = gathered_rows_buffer.get(kTileColumns * depth);
   GemmShape dense = s;
   dense.ldb = depth;
@@ -432,6 +445,7 @@ void gemm_region(const GemmShape& s, float alpha, const float* a, const B& b, fl
       const int64_t kc = std::min(kDepth, s.k - pc);
       // Only the first slice of the depth applies beta; the others add to it.
       const float beta_here = pc == 0 ? beta : 1.0f;
+      prepare_depth_slice(s, b, pc, kc);
       // With a single block of rows, each B panel is used right after it is packed, while it
       // is still in L1; otherwise the whole block of B is packed once for every block of A.
       const bool single_row_block = rows <= kBlockRows;
