@@ -72,6 +72,14 @@ struct Isa {
   static void storeu(float* p, Vec v) { _mm512_storeu_ps(p, v); }
   static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
   static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  // Lanes [lo, hi) of p (the others 0, and not read); lanes [0, count) of v to p.
+  static Vec load_lanes(const float* p, int64_t lo, int64_t hi) {
+    const __mmask16 below_hi = __mmask16((1u << hi) - 1), below_lo = __mmask16((1u << lo) - 1);
+    return _mm512_maskz_loadu_ps(__mmask16(below_hi & ~below_lo), p);
+  }
+  static void store_lanes(float* p, Vec v, int64_t count) {
+    _mm512_mask_storeu_ps(p, __mmask16((1u << count) - 1), v);
+  }
   // rows[i][j] becomes rows[j][i]: 16 x 16 floats in registers, by 32-bit pairs within
   // 128-bit lanes, then 64-bit pairs, then lanes across rows.
   static void transpose(Vec (&rows)[16]) {
@@ -117,6 +125,18 @@ struct Isa {
   static void storeu(float* p, Vec v) { _mm256_storeu_ps(p, v); }
   static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
   static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  // Lanes [lo, hi) of p (the others 0, and not read); lanes [0, count) of v to p.
+  static Vec load_lanes(const float* p, int64_t lo, int64_t hi) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i inside =
+        _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(int(lo)), lane),
+                            _mm256_cmpgt_epi32(_mm256_set1_epi32(int(hi)), lane));
+    return _mm256_maskload_ps(p, inside);
+  }
+  static void store_lanes(float* p, Vec v, int64_t count) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(int(count)), lane), v);
+  }
   static void transpose(Vec (&rows)[8]) { transpose_8x8(rows); }
 };
 #endif
@@ -322,12 +342,20 @@ void gather(const ImageColumns& source, const PatchRow& row, const std::vector<C
     const float* src = source.x + run.image_offset + row.plane_offset + ih * s.w + row.w_offset;
     const int64_t inside_lo = std::clamp(row.lo, run.first, run.stop);
     const int64_t inside_hi = std::clamp(row.hi, inside_lo, run.stop);
-    for (int64_t ow = run.first; ow < inside_lo; ++ow) dst[ow] = 0.0f;
     if (s.stride_w == 1) {
-      for (int64_t ow = inside_lo; ow < inside_hi; ++ow) dst[ow] = src[ow];
-    } else {
-      for (int64_t ow = inside_lo; ow < inside_hi; ++ow) dst[ow] = src[ow * s.stride_w];
+      // A vector's worth at a time under lane masks: the padding's zeros, the copy and a
+      // short run's end in one instruction each (scalar loops around the copy cost more
+      // than the copy in runs of at most 48).
+      for (int64_t ow = run.first; ow < run.stop; ow += Isa::kWidth) {
+        const int64_t lanes = std::min(Isa::kWidth, run.stop - ow);
+        const int64_t lo = std::clamp<int64_t>(inside_lo - ow, 0, lanes);
+        const int64_t hi = std::clamp<int64_t>(inside_hi - ow, lo, lanes);
+        Isa::store_lanes(dst + ow, Isa::load_lanes(src + ow, lo, hi), lanes);
+      }
+      continue;
     }
+    for (int64_t ow = run.first; ow < inside_lo; ++ow) dst[ow] = 0.0f;
+    for (int64_t ow = inside_lo; ow < inside_hi; ++ow) dst[ow] = src[ow * s.stride_w];
     for (int64_t ow = inside_hi; ow < run.stop; ++ow) dst[ow] = 0.0f;
   }
 }
