@@ -91,9 +91,10 @@ TEST_CASE("skinny GEMM matches a triple loop in every layout", "[ops][linalg][ge
   struct Dims {
     int64_t m, n, k;
   };
-  // Few rows (incl. past one column block), short inner dimension, and both at once.
+  // Few rows (incl. past one column block, and a B past 4 MiB that few_rows streams 16 rows
+  // at a time), short inner dimension, and both at once.
   const std::vector<Dims> dims = {{1, 1, 1},   {8, 1030, 37},   {3, 2500, 300}, {16, 17, 1000},
-                                  {40, 33, 8}, {100, 1100, 16}, {5, 6, 3}};
+                                  {40, 33, 8}, {100, 1100, 16}, {5, 6, 3},      {5, 4100, 300}};
   for (const Capability capability : runnable_capabilities()) {
     const ScopedCapability scoped(capability);
     INFO("capability " << capability_name(capability));
