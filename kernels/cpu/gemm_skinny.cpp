@@ -1,6 +1,7 @@
 #include "kernels/cpu/gemm_skinny.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/capability_region.h"
@@ -70,27 +71,27 @@ void register_tile(int64_t k, const T* a_rows, int64_t lda, const T* b, int64_t 
   }
 }
 
-// `rows` (at most kTileRows) rows of C, over one tile of columns.
-template <typename T>
-void tile_rows(int64_t rows, int64_t k, const T* a_rows, int64_t lda, const T* b, int64_t ldb,
-               T beta, T* c, int64_t ldc) {
+// body(std::integral_constant<int64_t, rows>{}) for rows in [1, 8]: the register tiles'
+// row counts are compile-time, so that their accumulators stay in registers.
+template <typename Body>
+void with_row_count(int64_t rows, Body body) {
   switch (rows) {
     case 8:
-      return register_tile<T, 8>(k, a_rows, lda, b, ldb, beta, c, ldc);
+      return body(std::integral_constant<int64_t, 8>{});
     case 7:
-      return register_tile<T, 7>(k, a_rows, lda, b, ldb, beta, c, ldc);
+      return body(std::integral_constant<int64_t, 7>{});
     case 6:
-      return register_tile<T, 6>(k, a_rows, lda, b, ldb, beta, c, ldc);
+      return body(std::integral_constant<int64_t, 6>{});
     case 5:
-      return register_tile<T, 5>(k, a_rows, lda, b, ldb, beta, c, ldc);
+      return body(std::integral_constant<int64_t, 5>{});
     case 4:
-      return register_tile<T, 4>(k, a_rows, lda, b, ldb, beta, c, ldc);
+      return body(std::integral_constant<int64_t, 4>{});
     case 3:
-      return register_tile<T, 3>(k, a_rows, lda, b, ldb, beta, c, ldc);
+      return body(std::integral_constant<int64_t, 3>{});
     case 2:
-      return register_tile<T, 2>(k, a_rows, lda, b, ldb, beta, c, ldc);
+      return body(std::integral_constant<int64_t, 2>{});
     default:
-      return register_tile<T, 1>(k, a_rows, lda, b, ldb, beta, c, ldc);
+      return body(std::integral_constant<int64_t, 1>{});
   }
 }
 
@@ -129,29 +130,6 @@ void dot_tile(int64_t k, const T* a_rows, int64_t lda, const T* b0, const T* b1,
   }
 }
 
-template <typename T>
-void dot_rows(int64_t rows, int64_t k, const T* a_rows, int64_t lda, const T* b0, const T* b1,
-              T (&dots)[kDotRows][2]) {
-  switch (rows) {
-    case 8:
-      return dot_tile<T, 8>(k, a_rows, lda, b0, b1, dots);
-    case 7:
-      return dot_tile<T, 7>(k, a_rows, lda, b0, b1, dots);
-    case 6:
-      return dot_tile<T, 6>(k, a_rows, lda, b0, b1, dots);
-    case 5:
-      return dot_tile<T, 5>(k, a_rows, lda, b0, b1, dots);
-    case 4:
-      return dot_tile<T, 4>(k, a_rows, lda, b0, b1, dots);
-    case 3:
-      return dot_tile<T, 3>(k, a_rows, lda, b0, b1, dots);
-    case 2:
-      return dot_tile<T, 2>(k, a_rows, lda, b0, b1, dots);
-    default:
-      return dot_tile<T, 1>(k, a_rows, lda, b0, b1, dots);
-  }
-}
-
 // m <= kSkinny. A is gathered, scaled by alpha, into a dense [m x k] copy first.
 template <typename T>
 void few_rows(const GemmShape& s, T alpha, const T* a, const T* b, T beta, T* c) {
@@ -173,7 +151,9 @@ void few_rows(const GemmShape& s, T alpha, const T* a, const T* b, T beta, T* c)
       for (int64_t i0 = 0; i0 < s.m; i0 += kDotRows) {
         T dots[kDotRows][2];
         const int64_t rows = std::min(kDotRows, s.m - i0);
-        dot_rows(rows, s.k, a_rows.data() + i0 * s.k, s.k, b0, b1, dots);
+        with_row_count(rows, [&](auto count) {
+          dot_tile<T, count()>(s.k, a_rows.data() + i0 * s.k, s.k, b0, b1, dots);
+        });
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t jj = 0; jj < 2 && j + jj < s.n; ++jj) {
             T& out = c[(i0 + i) * s.ldc + j + jj];
@@ -193,8 +173,10 @@ void few_rows(const GemmShape& s, T alpha, const T* a, const T* b, T beta, T* c)
   auto tile_pass = [&](int64_t tile, int64_t p0, int64_t depth, T beta_here) {
     const int64_t j0 = tile * kTileColumns;
     for (int64_t i0 = 0; i0 < s.m; i0 += kTileRows)
-      tile_rows(std::min(kTileRows, s.m - i0), depth, a_rows.data() + i0 * s.k + p0, s.k,
-                b + p0 * s.ldb + j0, s.ldb, beta_here, c + i0 * s.ldc + j0, s.ldc);
+      with_row_count(std::min(kTileRows, s.m - i0), [&](auto rows) {
+        register_tile<T, rows()>(depth, a_rows.data() + i0 * s.k + p0, s.k, b + p0 * s.ldb + j0,
+                                 s.ldb, beta_here, c + i0 * s.ldc + j0, s.ldc);
+      });
   };
   if (s.k * s.n * int64_t(sizeof(T)) <= kStreamedB) {
 #pragma omp parallel for schedule(static) if (parallel && tiles > 1)
