@@ -21,6 +21,37 @@ TEST_CASE("softmax and log_softmax gradients over every dim", "[ops][softmax][gr
   }
 }
 
+TEST_CASE("softmax and log_softmax in f32 agree with f64, gradients included",
+          "[ops][softmax][grad]") {
+  // The f32 kernels work in float lanes. Rows of 29 (CTC's classes: vector bodies and
+  // tails) and 40, every dim, and values 100 below their row's peak, whose probabilities
+  // underflow: softmax's gradient there must be 0 in f32, not a denormal.
+  for (const Shape& shape : {Shape{7, 29}, Shape{3, 40, 5}}) {
+    std::vector<double> values = values_of(grad_input(shape, 611, -4, 4));
+    values[1] -= 100;
+    values[7] -= 100;
+    const std::vector<double> seed = values_of(grad_input(shape, 612, -1, 1));
+    for (int64_t dim = 0; dim < int64_t(shape.size()); ++dim)
+      for (const SoftmaxCase& op : softmax_cases()) {
+        INFO(op.name << " over dim " << dim << " of " << shape_str(shape));
+        auto run = [&](DType dtype) {
+          Tensor x = f64_tensor(values, shape).to(dtype);
+          x.set_requires_grad(true);
+          const Tensor y = op.fn(x, dim);
+          y.backward(f64_tensor(seed, shape).to(dtype));
+          return std::make_pair(values_of(y), values_of(x.grad()));
+        };
+        const auto [y64, g64] = run(DType::f64);
+        const auto [y32, g32] = run(DType::f32);
+        for (size_t i = 0; i < y64.size(); ++i) {
+          CHECK(y32[i] == Approx(y64[i]).epsilon(1e-5).margin(1e-6));
+          CHECK(g32[i] == Approx(g64[i]).epsilon(1e-4).margin(1e-5));
+          CHECK((g32[i] == 0.0 || std::fabs(g32[i]) >= 1.2e-38));  // no denormal
+        }
+      }
+  }
+}
+
 TEST_CASE("softmax of non-contiguous inputs", "[ops][softmax][grad]") {
   const Tensor x = grad_input({5, 3}, 602, -2, 2);
   require_gradients([](const std::vector<Tensor>& in) { return softmax(in[0].t(), -1); }, {x});
