@@ -56,6 +56,20 @@ double reduce_by_hand(const std::vector<double>& losses, double weight_sum, Redu
   return reduction == Reduction::sum ? total : total / weight_sum;
 }
 
+// visit(weighted, ignore_index, smoothing, reduction) for every setting of the loss the
+// table's cases run under, each under an INFO that names it.
+template <typename Visit>
+void for_each_setting(const CrossEntropyCase& test, Visit visit) {
+  for (bool weighted : {false, true})
+    for (int64_t ignore : kIgnoreIndices)
+      for (double smoothing : kLabelSmoothings)
+        for (Reduction reduction : kLossReductions) {
+          INFO(test.name << ": weighted " << weighted << " ignore_index " << ignore << " smoothing "
+                         << smoothing << " reduction " << int(reduction));
+          visit(weighted, ignore, smoothing, reduction);
+        }
+}
+
 }  // namespace
 
 TEST_CASE("cross_entropy equals the loss computed by hand", "[ops][cross_entropy]") {
@@ -64,41 +78,33 @@ TEST_CASE("cross_entropy equals the loss computed by hand", "[ops][cross_entropy
     const int64_t inner = shape_numel(test.logits) / (n * c);
     const Tensor logits = test.logits_of(grad_input(test.input_shape(), 801, -3, 3).detach());
     const std::vector<double> z = values_of(logits);
-    for (bool weighted : {false, true}) {
-      const std::vector<double> w_used = weighted ? class_weights(c) : std::vector<double>{};
-      const Tensor w = weighted ? class_weight_tensor(c) : Tensor();
-      for (int64_t ignore : kIgnoreIndices) {
-        const std::vector<int64_t> target_values = test.target_values(ignore);
-        const Tensor target = test.target_tensor(ignore);
-        for (double smoothing : kLabelSmoothings) {
-          for (Reduction reduction : kLossReductions) {
-            INFO(test.name << ": weighted " << weighted << " ignore_index " << ignore
-                           << " smoothing " << smoothing << " reduction " << int(reduction));
-            double weight_sum = 0;
-            const std::vector<double> expected =
-                hand_losses(z, n, c, inner, target_values, w_used, ignore, smoothing, weight_sum);
-            const Tensor loss = cross_entropy(logits, target, w, {reduction, ignore, smoothing});
-            if (reduction == Reduction::none) {
-              CHECK(loss.shape() == test.target_shape());
-              const std::vector<double> actual = values_of(loss);
-              for (size_t i = 0; i < expected.size(); ++i)
-                CHECK(actual[i] == Approx(expected[i]).epsilon(1e-12).margin(1e-14));
-            } else {
-              CHECK(loss.dim() == 0);
-              CHECK(loss.item() ==
-                    Approx(reduce_by_hand(expected, weight_sum, reduction)).epsilon(1e-12));
-            }
-            const Tensor loss32 =
-                cross_entropy(logits.to(DType::f32), target, weighted ? w.to(DType::f32) : Tensor(),
-                              {reduction, ignore, smoothing});
-            CHECK(loss32.dtype() == DType::f32);
-            const std::vector<double> a = values_of(loss32), e = values_of(loss);
-            for (size_t i = 0; i < a.size(); ++i)
-              CHECK(a[i] == Approx(e[i]).epsilon(1e-5).margin(1e-6));
+    for_each_setting(
+        test, [&](bool weighted, int64_t ignore, double smoothing, Reduction reduction) {
+          const std::vector<double> w_used = weighted ? class_weights(c) : std::vector<double>{};
+          const Tensor w = weighted ? class_weight_tensor(c) : Tensor();
+          const Tensor target = test.target_tensor(ignore);
+          double weight_sum = 0;
+          const std::vector<double> expected = hand_losses(
+              z, n, c, inner, test.target_values(ignore), w_used, ignore, smoothing, weight_sum);
+          const Tensor loss = cross_entropy(logits, target, w, {reduction, ignore, smoothing});
+          if (reduction == Reduction::none) {
+            CHECK(loss.shape() == test.target_shape());
+            const std::vector<double> actual = values_of(loss);
+            for (size_t i = 0; i < expected.size(); ++i)
+              CHECK(actual[i] == Approx(expected[i]).epsilon(1e-12).margin(1e-14));
+          } else {
+            CHECK(loss.dim() == 0);
+            CHECK(loss.item() ==
+                  Approx(reduce_by_hand(expected, weight_sum, reduction)).epsilon(1e-12));
           }
-        }
-      }
-    }
+          const Tensor loss32 =
+              cross_entropy(logits.to(DType::f32), target, weighted ? w.to(DType::f32) : Tensor(),
+                            {reduction, ignore, smoothing});
+          CHECK(loss32.dtype() == DType::f32);
+          const std::vector<double> a = values_of(loss32), e = values_of(loss);
+          for (size_t i = 0; i < a.size(); ++i)
+            CHECK(a[i] == Approx(e[i]).epsilon(1e-5).margin(1e-6));
+        });
   }
 }
 
@@ -118,24 +124,16 @@ TEST_CASE("cross_entropy gradients over reductions, weights, ignore_index and sm
   for (const CrossEntropyCase& test : cross_entropy_cases()) {
     if (test.large) continue;
     const Tensor input = grad_input(test.input_shape(), 811, -2, 2);
-    for (bool weighted : {false, true}) {
+    for_each_setting(test, [&](bool weighted, int64_t ignore, double smoothing,
+                               Reduction reduction) {
       const Tensor w = weighted ? class_weight_tensor(test.classes()) : Tensor();
-      for (int64_t ignore : kIgnoreIndices) {
-        const Tensor target = test.target_tensor(ignore);
-        for (double smoothing : kLabelSmoothings) {
-          for (Reduction reduction : kLossReductions) {
-            INFO(test.name << ": weighted " << weighted << " ignore_index " << ignore
-                           << " smoothing " << smoothing << " reduction " << int(reduction));
-            require_gradients(
-                [&](const std::vector<Tensor>& in) {
-                  return cross_entropy(test.logits_of(in[0]), target, w,
-                                       {reduction, ignore, smoothing});
-                },
-                {input});
-          }
-        }
-      }
-    }
+      const Tensor target = test.target_tensor(ignore);
+      require_gradients(
+          [&](const std::vector<Tensor>& in) {
+            return cross_entropy(test.logits_of(in[0]), target, w, {reduction, ignore, smoothing});
+          },
+          {input});
+    });
   }
 }
 
@@ -144,34 +142,27 @@ TEST_CASE("cross_entropy's f32 gradient agrees with the f64 one", "[ops][cross_e
   // the table, the large ones included, against the double computation.
   for (const CrossEntropyCase& test : cross_entropy_cases()) {
     const std::vector<double> input = values_of(grad_input(test.input_shape(), 831, -4, 4));
-    for (bool weighted : {false, true}) {
-      const Tensor w = weighted ? class_weight_tensor(test.classes()) : Tensor();
-      for (int64_t ignore : kIgnoreIndices) {
-        const Tensor target = test.target_tensor(ignore);
-        for (double smoothing : kLabelSmoothings) {
-          for (Reduction reduction : kLossReductions) {
-            INFO(test.name << ": weighted " << weighted << " ignore_index " << ignore
-                           << " smoothing " << smoothing << " reduction " << int(reduction));
-            auto gradient = [&](DType dtype) {
-              Tensor leaf = f64_tensor(input, test.input_shape()).to(dtype);
-              leaf.set_requires_grad(true);
-              const Tensor loss =
-                  cross_entropy(test.logits_of(leaf), target, w.defined() ? w.to(dtype) : Tensor(),
-                                {reduction, ignore, smoothing});
-              sum(loss).backward();
-              return values_of(leaf.grad());
-            };
-            const std::vector<double> expected = gradient(DType::f64);
-            const std::vector<double> actual = gradient(DType::f32);
-            REQUIRE(actual.size() == expected.size());
-            double largest = 0;
-            for (double e : expected) largest = std::max(largest, std::fabs(e));
-            for (size_t i = 0; i < actual.size(); ++i)
-              CHECK(actual[i] == Approx(expected[i]).epsilon(1e-5).margin(1e-6 * largest));
-          }
-        }
-      }
-    }
+    for_each_setting(
+        test, [&](bool weighted, int64_t ignore, double smoothing, Reduction reduction) {
+          const Tensor w = weighted ? class_weight_tensor(test.classes()) : Tensor();
+          const Tensor target = test.target_tensor(ignore);
+          auto gradient = [&](DType dtype) {
+            Tensor leaf = f64_tensor(input, test.input_shape()).to(dtype);
+            leaf.set_requires_grad(true);
+            const Tensor loss =
+                cross_entropy(test.logits_of(leaf), target, w.defined() ? w.to(dtype) : Tensor(),
+                              {reduction, ignore, smoothing});
+            sum(loss).backward();
+            return values_of(leaf.grad());
+          };
+          const std::vector<double> expected = gradient(DType::f64);
+          const std::vector<double> actual = gradient(DType::f32);
+          REQUIRE(actual.size() == expected.size());
+          double largest = 0;
+          for (double e : expected) largest = std::max(largest, std::fabs(e));
+          for (size_t i = 0; i < actual.size(); ++i)
+            CHECK(actual[i] == Approx(expected[i]).epsilon(1e-5).margin(1e-6 * largest));
+        });
   }
 }
 
