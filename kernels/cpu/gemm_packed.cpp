@@ -381,7 +381,7 @@ void prepare_depth_slice(const GemmShape& s, const ImageColumns& source, int64_t
 
 // pack_b's layout, op(B) being the image columns or their transpose; prepare_depth_slice ran
 // for [p0, p0 + depth).
-void pack_b(const GemmShape& s, const ImageColumns& source, int64_t p0, int64_t depth,
+void pack_b(const GemmShape& s, const ImageColumns& source, int64_t /*p0: prepared*/, int64_t depth,
             int64_t column0, int64_t columns, float* out) {
   if (!s.trans_b) {
     // op(B)[p, column]: rows of the depth are patch rows, columns are pixels.
