@@ -64,6 +64,8 @@ cudaError_t sort_pairs(void* temp_storage, size_t& temp_storage_bytes, const voi
   Work work;
   work.name =
       descending ? "cub::DeviceRadixSort::SortPairsDescending" : "cub::DeviceRadixSort::SortPairs";
+  work.kind = WorkKind::library;
+  work.cost = {.math = "memory", .library = "cub"};  // bytes: the ranges below
   const size_t n = size_t(items);
   work.reads = {{keys_in, n * key_bytes}, {values_in, n * value_bytes}};
   work.writes = {{keys_out, n * key_bytes}, {values_out, n * value_bytes}, {temp_storage, needed}};

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -212,6 +213,13 @@ cufftResult exec(cufftHandle handle, const void* idata, void* odata, int directi
 
   sonata::emu::Work work;
   work.name = call;
+  work.kind = sonata::emu::WorkKind::library;
+  // 5 n log2(n) per complex transform (half for a real one), as FFT benchmarks count.
+  const bool real = p.type != CUFFT_C2C && p.type != CUFFT_Z2Z;
+  work.cost = {.flops = (real ? 2.5 : 5.0) * double(p.n) *
+                        std::log2(double(std::max<int64_t>(p.n, 2))) * double(p.batch),
+               .math = "memory",
+               .library = "cufft"};  // bytes: the ranges below
   const int64_t in_count = input_elems(p), out_count = output_elems(p);
   for (int64_t b = 0; b < p.batch; ++b) {
     // Elements `stride` apart: one line of one element each, ld = stride.

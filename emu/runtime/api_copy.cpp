@@ -70,6 +70,8 @@ Work copy_work(std::string name, void* dst, const void* src, size_t count, bool 
   }
   Work work;
   work.name = name;
+  work.kind = WorkKind::copy;
+  work.cost.bytes = double(count);
   work.run = [dst, src, count, staged] {
     const void* from = staged ? static_cast<const void*>(staged->data()) : src;
     if (!staged && !end_ok(src, count, AccessKind::read)) return;
@@ -143,6 +145,8 @@ cudaError_t peer_copy(const char* call, void* dst, int dstDevice, const void* sr
 Work memset_work(void* dst, int value, size_t count) {
   Work work;
   work.name = "cudaMemset (" + std::to_string(count) + " bytes)";
+  work.kind = WorkKind::memset;
+  work.cost.bytes = double(count);
   work.writes.push_back({dst, count});
   work.run = [dst, value, count] { std::memset(dst, value, count); };
   return work;

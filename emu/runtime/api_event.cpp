@@ -37,6 +37,7 @@ cudaError_t record(const char* call, cudaEvent_t hEvent, cudaStream_t hStream) {
   if (const cudaError_t sticky = sticky_error(stream->device)) return sticky;
   Work marker;
   marker.name = "cudaEventRecord";
+  marker.kind = WorkKind::event;
   event->node = enqueue_node(stream, std::move(marker));
   event->recorded = true;
   return cudaSuccess;

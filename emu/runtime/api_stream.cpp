@@ -104,6 +104,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t hStream, cudaEvent_t hEvent, unsign
     if (event->node && !event->node->done) {
       Work wait;
       wait.name = "cudaStreamWaitEvent";
+      wait.kind = WorkKind::event;
       enqueue_node(stream, std::move(wait), {event->node});
     }
     return cudaSuccess;
