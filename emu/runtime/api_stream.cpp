@@ -76,7 +76,7 @@ cudaError_t cudaStreamQuery(cudaStream_t hStream) {
   return api_call("cudaStreamQuery", [&] {
     StreamState* stream = resolve_stream(hStream);
     if (!stream) return cudaErrorInvalidResourceHandle;
-    const bool done = run_until({stream_tail(*stream)}, kQuerySteps);
+    const bool done = query_done({stream_tail(*stream)});
     if (const cudaError_t sticky = sticky_error(stream->device)) return sticky;
     return done ? cudaSuccess : cudaErrorNotReady;
   });

@@ -414,6 +414,13 @@ bool run_until(const std::vector<NodePtr>& targets, size_t max_steps) {
   return all_done();
 }
 
+bool query_done(const std::vector<NodePtr>& targets) {
+  const bool done_when_asked =
+      std::all_of(targets.begin(), targets.end(), [](const NodePtr& t) { return !t || t->done; });
+  if (!done_when_asked) run_until(targets, kQuerySteps);
+  return done_when_asked;
+}
+
 bool in_host_function() {
   return t_in_host_function;
 }
