@@ -27,7 +27,8 @@ case "$model" in
   *) echo "profile_budget.sh: unknown model '$model' (ds2 | vgg19_bn)" >&2; exit 2 ;;
 esac
 SONATA_EMU_PROFILE="$work/$model.profile.jsonl" "$trainer" "${common[@]}" "${args[@]}" "${@:5}"
-python3 "$source/tools/profile/emu_profile.py" table "$work/$model.profile.jsonl" --top 12
+python3 "$source/tools/profile/emu_profile.py" table "$work/$model.profile.jsonl" --top 12 \
+  --exclude-last 1
 # The last step logs (a host read of the loss, as every --log-every step and epoch end do):
 # the budgets are for the steps between.
 python3 "$source/tools/profile/emu_profile.py" check "$work/$model.profile.jsonl" \

@@ -16,7 +16,8 @@ time on a card (tools/profile/roofline.py: a model, labelled as one everywhere).
       the emulator is too slow for a benchmark's full batch); labelled as such
 
 A step is an NVTX range (--step-range, default the trainer's "sonata::step"); the first
---warmup steps (default 2: cudnnFind, pool growth) are left out. Work is attributed to the
+--warmup steps (default 2: cudnnFind, pool growth) are left out, and the last
+--exclude-last (a trainer's last step logs: host reads of the loss). Work is attributed to the
 step in which the host enqueued it, whichever thread did.
 """
 import argparse
@@ -102,8 +103,8 @@ class Profile:
                     else:
                         {"wait": self.waits, "alloc": self.allocs, "free": self.frees}[ev].append(e)
 
-    def steady_steps(self, warmup):
-        return list(range(min(warmup, self.step_count), self.step_count))
+    def steady_steps(self, warmup, exclude_last=0):
+        return list(range(min(warmup, self.step_count), max(self.step_count - exclude_last, 0)))
 
     # Host call sites: the first frames outside the emulator, resolved with addr2line.
     def resolve(self, site_ids):
@@ -238,7 +239,7 @@ def human(n):
 
 
 def print_table(profile, args):
-    steps = profile.steady_steps(args.warmup)
+    steps = profile.steady_steps(args.warmup, args.exclude_last)
     card = args.card
     print(f"# emulated profile: {profile.step_count} steps, steady state = steps "
           f"{steps[0] if steps else '-'}..{steps[-1] if steps else '-'}; times are the roofline "
@@ -282,7 +283,7 @@ def print_steps(profile, args, only=None):
 
 
 def print_json(profile, args):
-    steps = profile.steady_steps(args.warmup)
+    steps = profile.steady_steps(args.warmup, args.exclude_last)
     for row in kernel_rows(profile, steps, args.card):
         print(json.dumps({"type": "kernel", "model": True, **row}))
     for row in step_rows(profile, args.card, args.graphs):
@@ -290,7 +291,7 @@ def print_json(profile, args):
 
 
 def plot(profile, args):
-    steps = profile.steady_steps(args.warmup)
+    steps = profile.steady_steps(args.warmup, args.exclude_last)
     rows = kernel_rows(profile, steps, args.card)[: args.top]
     width, bar_h, left = 1000, 18, 420
     height = 40 + bar_h * len(rows) + 20
@@ -326,9 +327,8 @@ def check(profile, args):
                  f"(it has: {', '.join(sorted(k for k in budgets if not k.startswith('_')))})")
     budget = budgets[args.model]
     warmup = budget.get("warmup_steps", args.warmup)
-    steps = profile.steady_steps(warmup)
     # A run's last step logs (a host read of the loss, as a --log-every step does).
-    steps = steps[: max(len(steps) - budget.get("exclude_last_steps", 0), 0)]
+    steps = profile.steady_steps(warmup, budget.get("exclude_last_steps", 0))
     broken = []
     if not steps:
         broken.append(f"no steady-state step in the profile ({profile.step_count} steps, "
@@ -382,7 +382,7 @@ def extrapolate(args):
     profiles = [Profile(path, args.step_range) for path in args.files]
     tables = []
     for profile in profiles:
-        steps = profile.steady_steps(args.warmup)
+        steps = profile.steady_steps(args.warmup, args.exclude_last)
         tables.append({(r["kind"], r["name"]): r for r in kernel_rows(profile, steps, card)})
         launches = {step_rows(profile, card)[s]["launches"] for s in steps}
         issued = {sum(step_rows(profile, card)[s][k] for k in ("kernels", "library_calls",
@@ -438,6 +438,8 @@ def main():
     parser.add_argument("files", nargs="+", metavar="file")
     parser.add_argument("--card", choices=sorted(roofline.CARDS), default="h100")
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--exclude-last", type=int, default=0,
+                        help="leave out the last N steps too (a run's last step logs)")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--step-range", default="sonata::step")
     parser.add_argument("--graphs", action="store_true",

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Writes the small corpora the emulated-profile budgets train on (tests/emu/profile/):
-speech.tsv, clips of two tone "letters" each (the same length, so every batch has one
+speech.tsv, clips of --letters tone "letters" each (the same length, so every batch has one
 shape and a steady-state step meets no new cudnnFind), and genre.tsv, 1 s tone tracks of
 two classes. Standard library only: CI has no numpy.
 
-  make_profile_corpus.py FOLDER [--clips N]
+  make_profile_corpus.py FOLDER [--clips N] [--letters N]
 """
 import argparse
 import math
@@ -40,12 +40,14 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder")
     parser.add_argument("--clips", type=int, default=16)
+    parser.add_argument("--letters", type=int, default=2,
+                        help="letters per speech clip: 0.2 s + 0.3 s each (13: ~4.1 s, T ~410)")
     args = parser.parse_args()
     os.makedirs(args.folder, exist_ok=True)
     rng = random.Random(7)
     speech, genre = [], []
     for i in range(args.clips):
-        text = rng.choice("abc") + rng.choice("abc")
+        text = "".join(rng.choice("abc") for _ in range(args.letters))
         name = f"speech_{i}.wav"
         write_wav(os.path.join(args.folder, name), letters(text, rng))
         speech.append(f"{name}\t{text}")
