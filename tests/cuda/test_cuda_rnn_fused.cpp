@@ -4,6 +4,8 @@
 // layers, one and two directions, with the initial states and every parameter as inputs, so
 // that outputs, final states and the gradients of the input, h0, c0 and each weight and bias
 // are compared, in f64, f32 and f16; and torch.nn.LSTM / GRU's fixture in f64.
+// Only the GRU cases can see bias_ih and bias_hh swapped in the weight space: the LSTM's cell
+// adds the two, so its outputs and both biases' gradients are the same either way.
 #include <catch2/catch.hpp>
 
 #include <vector>

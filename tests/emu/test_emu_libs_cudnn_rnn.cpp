@@ -2,8 +2,8 @@
 // written out here (gate order from linLayerID, both bias vectors), and its boundary checks,
 // each a planted defect next to its correct twin: a workspace or reserve space smaller than
 // asked, an unpacked layout without CUDNN_RNN_PADDED_IO_ENABLED, a state descriptor of the
-// wrong shape. (The layers end to end against the CPU and PyTorch: tests/cuda/
-// test_cuda_rnn_fused.cpp.)
+// wrong shape; and the packed layout against the padded one. (The layers end to end against the CPU
+// and PyTorch: tests/cuda/ test_cuda_rnn_fused.cpp.)
 #include <cudnn.h>
 
 #include <catch2/catch.hpp>
@@ -196,4 +196,84 @@ TEST_CASE("emulated cuDNN RNN refuses short spaces, unpadded IO and a wrong stat
                         nullptr, nullptr, unpadded.h, nullptr, nullptr, r.weight_bytes, w.get(),
                         r.workspace_bytes, workspace.get(), r.reserve_bytes,
                         reserve.get()) == CUDNN_STATUS_BAD_PARAM);
+}
+
+namespace {
+
+// A forward of one LSTM layer over [T=3, N=3] with lengths 3, 2, 1 in `layout`: y as the
+// layout stores it, and hy.
+struct LayoutRun {
+  std::vector<double> y, hy;
+};
+
+LayoutRun run_layout(cudnnRNNDataLayout_t layout, const std::vector<double>& x_values) {
+  constexpr int steps = 3, batch = 3;
+  const int lengths[batch] = {3, 2, 1};
+  TestStream stream;
+  cudnnHandle_t handle = nullptr;
+  cudnnRNNDescriptor_t rnn = nullptr;
+  cudnnRNNDataDescriptor_t xd = nullptr, yd = nullptr;
+  cudnnTensorDescriptor_t hd = nullptr;
+  REQUIRE(cudnnCreate(&handle) == CUDNN_STATUS_SUCCESS);
+  REQUIRE(cudnnSetStream(handle, stream.get()) == CUDNN_STATUS_SUCCESS);
+  REQUIRE(cudnnCreateRNNDescriptor(&rnn) == CUDNN_STATUS_SUCCESS);
+  REQUIRE(cudnnSetRNNDescriptor_v8(
+              rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
+              CUDNN_LINEAR_INPUT, CUDNN_DATA_DOUBLE, CUDNN_DATA_DOUBLE, CUDNN_DEFAULT_MATH, kInput,
+              kHidden, kHidden, 1, nullptr, CUDNN_RNN_PADDED_IO_ENABLED) == CUDNN_STATUS_SUCCESS);
+  double zero = 0;
+  REQUIRE(cudnnCreateRNNDataDescriptor(&xd) == CUDNN_STATUS_SUCCESS);
+  REQUIRE(cudnnCreateRNNDataDescriptor(&yd) == CUDNN_STATUS_SUCCESS);
+  REQUIRE(cudnnSetRNNDataDescriptor(xd, CUDNN_DATA_DOUBLE, layout, steps, batch, kInput, lengths,
+                                    &zero) == CUDNN_STATUS_SUCCESS);
+  REQUIRE(cudnnSetRNNDataDescriptor(yd, CUDNN_DATA_DOUBLE, layout, steps, batch, kHidden, lengths,
+                                    &zero) == CUDNN_STATUS_SUCCESS);
+  REQUIRE(cudnnCreateTensorDescriptor(&hd) == CUDNN_STATUS_SUCCESS);
+  const int dims[3] = {1, batch, kHidden}, strides[3] = {batch * kHidden, kHidden, 1};
+  REQUIRE(cudnnSetTensorNdDescriptor(hd, CUDNN_DATA_DOUBLE, 3, dims, strides) ==
+          CUDNN_STATUS_SUCCESS);
+  size_t weight_bytes = 0, workspace_bytes = 0, reserve_bytes = 0;
+  REQUIRE(cudnnGetRNNWeightSpaceSize(handle, rnn, &weight_bytes) == CUDNN_STATUS_SUCCESS);
+  REQUIRE(cudnnGetRNNTempSpaceSizes(handle, rnn, CUDNN_FWD_MODE_TRAINING, xd, &workspace_bytes,
+                                    &reserve_bytes) == CUDNN_STATUS_SUCCESS);
+  const size_t rows = x_values.size() / kInput;
+  DeviceBuffer w(weight_bytes), x(x_values.size() * 8), y(rows * kHidden * 8),
+      hy(size_t(batch * kHidden) * 8), dev_lengths(sizeof(lengths)), workspace(workspace_bytes),
+      reserve(reserve_bytes);
+  w.upload(sonata::emu::test::random_doubles(weight_bytes / 8, 7));
+  x.upload(x_values);
+  dev_lengths.upload(std::vector<int32_t>(lengths, lengths + batch));
+  REQUIRE(cudnnRNNForward(handle, rnn, CUDNN_FWD_MODE_TRAINING, dev_lengths.as<int32_t>(), xd,
+                          x.get(), yd, y.get(), hd, nullptr, hy.get(), hd, nullptr, nullptr,
+                          weight_bytes, w.get(), workspace_bytes, workspace.get(), reserve_bytes,
+                          reserve.get()) == CUDNN_STATUS_SUCCESS);
+  LayoutRun run{y.download<double>(rows * kHidden), hy.download<double>(size_t(batch * kHidden))};
+  cudnnDestroyTensorDescriptor(hd);
+  cudnnDestroyRNNDataDescriptor(xd);
+  cudnnDestroyRNNDataDescriptor(yd);
+  cudnnDestroyRNNDescriptor(rnn);
+  cudnnDestroy(handle);
+  return run;
+}
+
+}  // namespace
+
+// The packed layout holds, step by step, only the samples still running (lengths 3, 2, 1:
+// rows (t0: b0 b1 b2) (t1: b0 b1) (t2: b0)); the same values padded give the same results.
+TEST_CASE("emulated cuDNN RNN reads and writes the packed layout as the padded one",
+          "[emu][cudnn][rnn]") {
+  const std::vector<double> padded = sonata::emu::test::random_doubles(size_t(3 * 3 * kInput), 9);
+  const int order[][2] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {2, 0}};  // (t, b) per row
+  std::vector<double> packed;
+  for (const auto& [t, b] : order)
+    for (int k = 0; k < kInput; ++k) packed.push_back(padded[size_t((t * 3 + b) * kInput + k)]);
+  const LayoutRun p = run_layout(CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, packed);
+  const LayoutRun u = run_layout(CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, padded);
+  CHECK(p.hy == u.hy);
+  size_t row = 0;
+  for (const auto& [t, b] : order) {
+    for (int j = 0; j < kHidden; ++j)
+      CHECK(p.y[row * kHidden + size_t(j)] == u.y[size_t((t * 3 + b) * kHidden + j)]);
+    ++row;
+  }
 }
