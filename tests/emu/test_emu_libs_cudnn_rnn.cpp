@@ -2,8 +2,8 @@
 // written out here (gate order from linLayerID, both bias vectors), and its boundary checks,
 // each a planted defect next to its correct twin: a workspace or reserve space smaller than
 // asked, an unpacked layout without CUDNN_RNN_PADDED_IO_ENABLED, a state descriptor of the
-// wrong shape; and the packed layout against the padded one. (The layers end to end against the CPU
-// and PyTorch: tests/cuda/ test_cuda_rnn_fused.cpp.)
+// wrong shape; and the packed layout against the padded one. (The layers end to end against
+// the CPU and PyTorch: tests/cuda/test_cuda_rnn_fused.cpp.)
 #include <cudnn.h>
 
 #include <catch2/catch.hpp>
