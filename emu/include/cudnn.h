@@ -8,10 +8,12 @@
 #define SONATA_EMU_CUDNN_H
 // The emulator's cuDNN: the legacy convolution API sonata calls (handles, 4-d tensor, filter
 // and convolution descriptors, algorithm search and workspace sizes, forward, backward data,
-// backward filter, backward bias, add tensor), with cuDNN 9's values and signatures. Every
-// call that touches device memory is one piece of work on the handle's stream
-// (emu/libs/cudnn*.cpp).
+// backward filter, backward bias, add tensor) and the v8 RNN API (RNN and RNN data
+// descriptors, weight space and its parameters, temp space sizes, forward, backward data,
+// backward weights), with cuDNN 9's values and signatures. Every call that touches device
+// memory is one piece of work on the handle's stream (emu/libs/cudnn*.cpp).
 #include <cstddef>
+#include <cstdint>
 
 #include "driver_types.h"
 
@@ -137,6 +139,45 @@ typedef enum {
   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT = 6
 } cudnnConvolutionBwdDataAlgo_t;
 
+typedef enum {
+  CUDNN_RNN_RELU = 0,
+  CUDNN_RNN_TANH = 1,
+  CUDNN_LSTM = 2,
+  CUDNN_GRU = 3
+} cudnnRNNMode_t;
+
+typedef enum {
+  CUDNN_RNN_NO_BIAS = 0,
+  CUDNN_RNN_SINGLE_INP_BIAS = 1,
+  CUDNN_RNN_DOUBLE_BIAS = 2,
+  CUDNN_RNN_SINGLE_REC_BIAS = 3
+} cudnnRNNBiasMode_t;
+
+typedef enum { CUDNN_UNIDIRECTIONAL = 0, CUDNN_BIDIRECTIONAL = 1 } cudnnDirectionMode_t;
+
+typedef enum { CUDNN_LINEAR_INPUT = 0, CUDNN_SKIP_INPUT = 1 } cudnnRNNInputMode_t;
+
+typedef enum {
+  CUDNN_RNN_ALGO_STANDARD = 0,
+  CUDNN_RNN_ALGO_PERSIST_STATIC = 1,
+  CUDNN_RNN_ALGO_PERSIST_DYNAMIC = 2,
+  CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H = 3,
+  CUDNN_RNN_ALGO_COUNT = 4
+} cudnnRNNAlgo_t;
+
+typedef enum {
+  CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED = 0,
+  CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED = 1,
+  CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED = 2
+} cudnnRNNDataLayout_t;
+
+typedef enum { CUDNN_FWD_MODE_INFERENCE = 0, CUDNN_FWD_MODE_TRAINING = 1 } cudnnForwardMode_t;
+
+typedef enum { CUDNN_WGRAD_MODE_ADD = 0, CUDNN_WGRAD_MODE_SET = 1 } cudnnWgradMode_t;
+
+#define CUDNN_RNN_PADDED_IO_DISABLED 0
+#define CUDNN_RNN_PADDED_IO_ENABLED (1U << 0)
+
 struct cudnnContext;
 typedef struct cudnnContext* cudnnHandle_t;
 struct cudnnTensorStruct;
@@ -145,6 +186,12 @@ struct cudnnFilterStruct;
 typedef struct cudnnFilterStruct* cudnnFilterDescriptor_t;
 struct cudnnConvolutionStruct;
 typedef struct cudnnConvolutionStruct* cudnnConvolutionDescriptor_t;
+struct cudnnRNNStruct;
+typedef struct cudnnRNNStruct* cudnnRNNDescriptor_t;
+struct cudnnRNNDataStruct;
+typedef struct cudnnRNNDataStruct* cudnnRNNDataDescriptor_t;
+struct cudnnDropoutStruct;
+typedef struct cudnnDropoutStruct* cudnnDropoutDescriptor_t;
 
 typedef struct cudnnConvolutionFwdAlgoPerfStruct {
   cudnnConvolutionFwdAlgo_t algo;
@@ -194,6 +241,14 @@ cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t tensorDesc,
 cudnnStatus_t cudnnGetTensor4dDescriptor(const cudnnTensorDescriptor_t tensorDesc,
                                          cudnnDataType_t* dataType, int* n, int* c, int* h, int* w,
                                          int* nStride, int* cStride, int* hStride, int* wStride);
+// Nd descriptors: the emulator takes 3 or 4 dimensions (the RNN API's states and weights are
+// 3-d), fully described by dimensions and strides.
+cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t tensorDesc,
+                                         cudnnDataType_t dataType, int nbDims, const int dimA[],
+                                         const int strideA[]);
+cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t tensorDesc,
+                                         int nbDimsRequested, cudnnDataType_t* dataType,
+                                         int* nbDims, int dimA[], int strideA[]);
 
 cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t* filterDesc);
 cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t filterDesc);
@@ -297,3 +352,55 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void* alp
 cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
                              const cudnnTensorDescriptor_t aDesc, const void* A, const void* beta,
                              const cudnnTensorDescriptor_t cDesc, void* C);
+
+// The v8 RNN API (cudnn_adv.h in cuDNN 9).
+cudnnStatus_t cudnnCreateRNNDescriptor(cudnnRNNDescriptor_t* rnnDesc);
+cudnnStatus_t cudnnDestroyRNNDescriptor(cudnnRNNDescriptor_t rnnDesc);
+cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t algo,
+                                       cudnnRNNMode_t cellMode, cudnnRNNBiasMode_t biasMode,
+                                       cudnnDirectionMode_t dirMode, cudnnRNNInputMode_t inputMode,
+                                       cudnnDataType_t dataType, cudnnDataType_t mathPrec,
+                                       cudnnMathType_t mathType, int32_t inputSize,
+                                       int32_t hiddenSize, int32_t projSize, int32_t numLayers,
+                                       cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags);
+cudnnStatus_t cudnnCreateRNNDataDescriptor(cudnnRNNDataDescriptor_t* rnnDataDesc);
+cudnnStatus_t cudnnDestroyRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc);
+cudnnStatus_t cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc,
+                                        cudnnDataType_t dataType, cudnnRNNDataLayout_t layout,
+                                        int maxSeqLength, int batchSize, int vectorSize,
+                                        const int seqLengthArray[], void* paddingFill);
+cudnnStatus_t cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc,
+                                         size_t* weightSpaceSize);
+cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc,
+                                      int32_t pseudoLayer, size_t weightSpaceSize,
+                                      const void* weightSpace, int32_t linLayerID,
+                                      cudnnTensorDescriptor_t mDesc, void** mAddr,
+                                      cudnnTensorDescriptor_t bDesc, void** bAddr);
+cudnnStatus_t cudnnGetRNNTempSpaceSizes(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc,
+                                        cudnnForwardMode_t fwdMode, cudnnRNNDataDescriptor_t xDesc,
+                                        size_t* workSpaceSize, size_t* reserveSpaceSize);
+cudnnStatus_t cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc,
+                              cudnnForwardMode_t fwdMode, const int32_t devSeqLengths[],
+                              cudnnRNNDataDescriptor_t xDesc, const void* x,
+                              cudnnRNNDataDescriptor_t yDesc, void* y,
+                              cudnnTensorDescriptor_t hDesc, const void* hx, void* hy,
+                              cudnnTensorDescriptor_t cDesc, const void* cx, void* cy,
+                              size_t weightSpaceSize, const void* weightSpace, size_t workSpaceSize,
+                              void* workSpace, size_t reserveSpaceSize, void* reserveSpace);
+cudnnStatus_t cudnnRNNBackwardData_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc,
+                                      const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t yDesc,
+                                      const void* y, const void* dy, cudnnRNNDataDescriptor_t xDesc,
+                                      void* dx, cudnnTensorDescriptor_t hDesc, const void* hx,
+                                      const void* dhy, void* dhx, cudnnTensorDescriptor_t cDesc,
+                                      const void* cx, const void* dcy, void* dcx,
+                                      size_t weightSpaceSize, const void* weightSpace,
+                                      size_t workSpaceSize, void* workSpace,
+                                      size_t reserveSpaceSize, void* reserveSpace);
+cudnnStatus_t cudnnRNNBackwardWeights_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc,
+                                         cudnnWgradMode_t addGrad, const int32_t devSeqLengths[],
+                                         cudnnRNNDataDescriptor_t xDesc, const void* x,
+                                         cudnnTensorDescriptor_t hDesc, const void* hx,
+                                         cudnnRNNDataDescriptor_t yDesc, const void* y,
+                                         size_t weightSpaceSize, void* dweightSpace,
+                                         size_t workSpaceSize, void* workSpace,
+                                         size_t reserveSpaceSize, void* reserveSpace);

@@ -224,7 +224,7 @@ cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t desc, cudnnDa
                 "cudnnSetTensor4dDescriptor: dimensions and strides must be positive (" +
                     std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" +
                     std::to_string(w) + ")");
-  *desc = {true, type, n, c, h, w, ns, cs, hs, ws};
+  *desc = {true, type, n, c, h, w, ns, cs, hs, ws, 4};
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -247,6 +247,38 @@ cudnnStatus_t cudnnGetTensor4dDescriptor(const cudnnTensorDescriptor_t desc, cud
   *type = desc->type;
   *n = desc->n, *c = desc->c, *h = desc->h, *w = desc->w;
   *ns = int(desc->ns), *cs = int(desc->cs), *hs = int(desc->hs), *ws = int(desc->ws);
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t desc, cudnnDataType_t type,
+                                         int nb_dims, const int dims[], const int strides[]) {
+  if (!desc || !dims || !strides)
+    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetTensorNdDescriptor: null argument");
+  if (nb_dims != 3 && nb_dims != 4)
+    return fail(CUDNN_STATUS_NOT_SUPPORTED,
+                "cudnnSetTensorNdDescriptor: " + std::to_string(nb_dims) +
+                    " dimensions (the emulator takes 3 or 4)");
+  const cudnnStatus_t s = cudnnSetTensor4dDescriptorEx(
+      desc, type, dims[0], dims[1], dims[2], nb_dims == 4 ? dims[3] : 1, strides[0], strides[1],
+      strides[2], nb_dims == 4 ? strides[3] : 1);
+  if (s == CUDNN_STATUS_SUCCESS) desc->nb_dims = nb_dims;
+  return s;
+}
+
+cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t desc, int requested,
+                                         cudnnDataType_t* type, int* nb_dims, int dims[],
+                                         int strides[]) {
+  if (!desc || !desc->set || !type || !nb_dims || !dims || !strides)
+    return fail(CUDNN_STATUS_BAD_PARAM,
+                "cudnnGetTensorNdDescriptor: null argument or descriptor never set");
+  *type = desc->type;
+  *nb_dims = desc->nb_dims;
+  const int all_dims[4] = {desc->n, desc->c, desc->h, desc->w};
+  const int64_t all_strides[4] = {desc->ns, desc->cs, desc->hs, desc->ws};
+  for (int i = 0; i < std::min(requested, desc->nb_dims); ++i) {
+    dims[i] = all_dims[i];
+    strides[i] = int(all_strides[i]);
+  }
   return CUDNN_STATUS_SUCCESS;
 }
 

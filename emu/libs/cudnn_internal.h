@@ -18,6 +18,7 @@ struct cudnnTensorStruct {
   cudnnDataType_t type = CUDNN_DATA_FLOAT;
   int n = 0, c = 0, h = 0, w = 0;
   int64_t ns = 0, cs = 0, hs = 0, ws = 0;  // element strides
+  int nb_dims = 4;                         // 3 for an Nd descriptor of 3 dimensions (w = 1, ws = 1)
 };
 
 struct cudnnFilterStruct {

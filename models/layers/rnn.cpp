@@ -1,10 +1,12 @@
 #include "models/layers/rnn.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
 #include "engine/ops.h"
+#include "engine/ops/rnn_fused.h"
 #include "engine/ops/rnn_sequence.h"
 #include "models/layers/init.h"
 
@@ -82,37 +84,104 @@ Tensor RecurrentBase::forward(const Tensor& x) {
 
 RnnResult RecurrentBase::forward(const Tensor& x, const Tensor& lengths, const Tensor& h0,
                                  const Tensor& c0) {
-  SONATA_CHECK(x.defined() && x.dim() == 3 && x.size(2) == options_.input_size,
-               "RNN: input must be [T, N, ", options_.input_size, "], got ",
+  std::vector<Tensor> params;
+  for (const DirectionWeights& w : weights_) {
+    params.insert(params.end(), {w.weight_ih, w.weight_hh});
+    if (options_.bias) params.insert(params.end(), {w.bias_ih, w.bias_hh});
+  }
+  return recurrent_forward(options_, has_cell_state_, params, x, lengths, h0, c0);
+}
+
+namespace {
+
+struct DirectionWeights {
+  Tensor weight_ih, weight_hh, bias_ih, bias_hh;
+};
+struct DirectionResult {
+  Tensor output, h, c;  // output [T, N, H]
+};
+
+DirectionResult run_direction(const RnnOptions& options, bool lstm, const DirectionWeights& w,
+                              const Tensor& x, bool reverse, const Tensor& lengths, Tensor h,
+                              Tensor c) {
+  const int64_t steps = x.size(0), batch = x.size(1), hidden = options.hidden_size;
+  if (steps == 0 || batch == 0) return {zeros({steps, batch, hidden}, x.options()), h, c};
+  // Every step's input projection in one GEMM.
+  const Tensor rows = x.reshape({steps * batch, x.size(2)});
+  const Tensor weight_ih_t = w.weight_ih.t();
+  // The LSTM's cell only ever adds the two biases, so both go into the one input GEMM and
+  // the per-step GEMM needs neither a bias broadcast nor, in backward, a bias reduction. The
+  // GRU's b_hn sits inside r * (W_hn h + b_hn) and must stay in the step.
+  const bool fold_bias_hh = lstm && w.bias_hh.defined();
+  const Tensor input_bias = fold_bias_hh ? add(w.bias_ih, w.bias_hh) : w.bias_ih;
+  const Tensor projected =
+      input_bias.defined() ? addmm(input_bias, rows, weight_ih_t) : matmul(rows, weight_ih_t);
+  // Every step of the direction as one node: see engine/ops/rnn_sequence.h.
+  const Tensor gates_x = projected.view({steps, batch, projected.size(1)});
+  if (lstm) {
+    const LstmSequence run = lstm_sequence(gates_x, w.weight_hh, h, c, lengths, reverse);
+    return {run.output, run.h, run.c};
+  }
+  const GruSequence run = gru_sequence(gates_x, w.weight_hh, w.bias_hh, h, lengths, reverse);
+  return {run.output, run.h, c};
+}
+
+}  // namespace
+
+RnnResult recurrent_forward(const RnnOptions& options, bool lstm, const std::vector<Tensor>& params,
+                            const Tensor& x, const Tensor& lengths, const Tensor& h0,
+                            const Tensor& c0) {
+  SONATA_CHECK(x.defined() && x.dim() == 3 && x.size(2) == options.input_size,
+               "RNN: input must be [T, N, ", options.input_size, "], got ",
                x.defined() ? shape_str(x.shape()) : std::string("undefined"));
-  SONATA_CHECK(has_cell_state_ || !c0.defined(), "GRU: takes no initial cell state c0");
-  const Tensor& weight = weights_[0].weight_ih;
+  SONATA_CHECK(lstm || !c0.defined(), "GRU: takes no initial cell state c0");
+  const int64_t directions = options.bidirectional ? 2 : 1;
+  const int64_t per_direction = options.bias ? 4 : 2;
+  SONATA_CHECK(int64_t(params.size()) == options.num_layers * directions * per_direction,
+               "RNN: ", options.num_layers * directions * per_direction,
+               " parameters expected, got ", params.size());
+  const Tensor& weight = params[0];
   SONATA_CHECK(x.dtype() == weight.dtype() && x.device() == weight.device(), "RNN: the input is ",
                dtype_name(x.dtype()), " on ", x.device().str(), " but the parameters are ",
                dtype_name(weight.dtype()), " on ", weight.device().str());
-  const int64_t steps = x.size(0), batch = x.size(1), hidden = options_.hidden_size;
+  const int64_t steps = x.size(0), batch = x.size(1), hidden = options.hidden_size;
   const std::vector<int64_t> ragged = ragged_lengths(lengths, steps, batch);
+  const int64_t rows = options.num_layers * directions;
+  if (fused_rnn_available(x)) {
+    // CUDA: every layer and direction in one cuDNN call each way (engine/ops/rnn_fused.h).
+    for (const auto& [state, name] : {std::pair{&h0, "h0"}, std::pair{&c0, "c0"}})
+      SONATA_CHECK(!state->defined() || state->shape() == Shape({rows, batch, hidden}),
+                   "RNN: ", name, " must be ", shape_str(Shape{rows, batch, hidden}), ", got ",
+                   shape_str(state->shape()));
+    const FusedRnnResult r = fused_rnn({.lstm = lstm,
+                                        .hidden = hidden,
+                                        .layers = options.num_layers,
+                                        .bidirectional = options.bidirectional,
+                                        .bias = options.bias},
+                                       x, params, ragged, h0, c0);
+    return {r.output, r.h_n, r.c_n};
+  }
   Tensor device_lengths, mask;
   if (!ragged.empty()) {
     device_lengths = from_vector(ragged, {batch}, x.device());
     mask = valid_frames(ragged, steps, x);
   }
 
-  const int64_t rows = options_.num_layers * directions();
   std::vector<Tensor> final_h, final_c;
   Tensor input = x;
-  for (int64_t layer = 0; layer < options_.num_layers; ++layer) {
+  for (int64_t layer = 0; layer < options.num_layers; ++layer) {
     std::vector<Tensor> outputs;
-    for (int64_t d = 0; d < directions(); ++d) {
-      const int64_t index = layer * directions() + d;
+    for (int64_t d = 0; d < directions; ++d) {
+      const int64_t index = layer * directions + d;
       const Tensor h = initial_state(h0, index, rows, {batch, hidden}, x, "h0");
-      const Tensor c =
-          has_cell_state_ ? initial_state(c0, index, rows, {batch, hidden}, x, "c0") : Tensor();
-      DirectionResult r =
-          run_direction(weights_[size_t(index)], input, d == 1, device_lengths, h, c);
+      const Tensor c = lstm ? initial_state(c0, index, rows, {batch, hidden}, x, "c0") : Tensor();
+      const size_t at = size_t(index * per_direction);
+      const DirectionWeights w{params[at], params[at + 1], options.bias ? params[at + 2] : Tensor(),
+                               options.bias ? params[at + 3] : Tensor()};
+      DirectionResult r = run_direction(options, lstm, w, input, d == 1, device_lengths, h, c);
       outputs.push_back(r.output);
       final_h.push_back(r.h);
-      if (has_cell_state_) final_c.push_back(r.c);
+      if (lstm) final_c.push_back(r.c);
     }
     input = outputs.size() == 1 ? outputs[0] : cat(outputs, 2);
     // The cells carry the state through padded frames; the output there is 0, as torch's
@@ -122,34 +191,8 @@ RnnResult RecurrentBase::forward(const Tensor& x, const Tensor& lengths, const T
   RnnResult result;
   result.output = input;
   result.h_n = stack(final_h, 0);
-  if (has_cell_state_) result.c_n = stack(final_c, 0);
+  if (lstm) result.c_n = stack(final_c, 0);
   return result;
-}
-
-RecurrentBase::DirectionResult RecurrentBase::run_direction(const DirectionWeights& w,
-                                                            const Tensor& x, bool reverse,
-                                                            const Tensor& lengths, Tensor h,
-                                                            Tensor c) const {
-  const int64_t steps = x.size(0), batch = x.size(1), hidden = options_.hidden_size;
-  if (steps == 0 || batch == 0) return {zeros({steps, batch, hidden}, x.options()), h, c};
-  // Every step's input projection in one GEMM.
-  const Tensor rows = x.reshape({steps * batch, x.size(2)});
-  const Tensor weight_ih_t = w.weight_ih.t();
-  // The LSTM's cell only ever adds the two biases, so both go into the one input GEMM and
-  // the per-step GEMM needs neither a bias broadcast nor, in backward, a bias reduction. The
-  // GRU's b_hn sits inside r * (W_hn h + b_hn) and must stay in the step.
-  const bool fold_bias_hh = has_cell_state_ && w.bias_hh.defined();
-  const Tensor input_bias = fold_bias_hh ? add(w.bias_ih, w.bias_hh) : w.bias_ih;
-  const Tensor projected =
-      input_bias.defined() ? addmm(input_bias, rows, weight_ih_t) : matmul(rows, weight_ih_t);
-  // Every step of the direction as one node: see engine/ops/rnn_sequence.h.
-  const Tensor gates_x = projected.view({steps, batch, projected.size(1)});
-  if (has_cell_state_) {
-    const LstmSequence run = lstm_sequence(gates_x, w.weight_hh, h, c, lengths, reverse);
-    return {run.output, run.h, run.c};
-  }
-  const GruSequence run = gru_sequence(gates_x, w.weight_hh, w.bias_hh, h, lengths, reverse);
-  return {run.output, run.h, c};
 }
 
 }  // namespace sonata
