@@ -35,6 +35,10 @@ namespace sonata::emu::exec {
 
 // __ldg's record for the read-only rule (emu/exec/read_only.h).
 void note_read_only_load(const void* address, size_t bytes, const void* pc);
+// One load of `bytes` bytes from device memory, checked (and profiled) as one access, as
+// the card's single wide load instruction is: GCC splits a 16-byte struct returned by value
+// into scalar loads, which the profile would count as four strided requests.
+void device_load(void* to, const void* from, size_t bytes, const void* pc);
 
 enum class BarrierKind : int { sync, count, any, all };
 enum class WarpOp : int { sync, shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all };
@@ -155,8 +159,11 @@ inline void __threadfence_system() {
 }
 template <typename T>
 __inline__ __attribute__((always_inline)) T __ldg(const T* pointer) {
-  sonata::emu::exec::note_read_only_load(pointer, sizeof(T), __builtin_return_address(0));
-  return *pointer;
+  const void* pc = __builtin_return_address(0);
+  sonata::emu::exec::note_read_only_load(pointer, sizeof(T), pc);
+  T value;
+  sonata::emu::exec::device_load(&value, pointer, sizeof(T), pc);
+  return value;
 }
 
 // ---------------------------------------------------------------------------------------

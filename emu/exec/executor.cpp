@@ -14,6 +14,7 @@
 #include <sstream>
 #include <vector>
 
+#include "emu/exec/access_profile.h"
 #include "emu/exec/device_api.h"
 #include "emu/exec/fiber.h"
 #include "emu/exec/report.h"
@@ -459,6 +460,7 @@ bool run_block(const GridLaunch& launch, uint3 block_idx, Rng& rng,
   t_clock.block_serial = ++g_block_serial;
   t_clock.interval = ++g_interval;
   begin_block_shared(launch.dynamic_shared_bytes);
+  if (g_access_profile) access_profile_begin_block(n);
   uint32_t warp_epochs = 0;
   for (;;) {
     order.clear();
@@ -478,7 +480,10 @@ bool run_block(const GridLaunch& launch, uint3 block_idx, Rng& rng,
     if (h.faulted) return false;
     bool any_live = false;
     for (const CudaThread& t : threads) any_live |= t.state != State::exited;
-    if (!any_live) return true;
+    if (!any_live) {
+      if (g_access_profile) access_profile_end_block();
+      return true;
+    }
     if (!resolve_barrier(threads)) return false;
   }
 }
@@ -526,6 +531,7 @@ void run_grid(const GridLaunch& launch) {
   t_grid_dim = launch.grid;
   t_block_dim = launch.block;
   Rng rng{launch.seed};
+  if (g_access_profile) access_profile_begin_grid();
   std::vector<CudaThread> threads;
   std::vector<uint32_t> order;
   // Blocks run one at a time in a seeded order (an affine permutation of the linear block
@@ -550,6 +556,14 @@ void run_grid(const GridLaunch& launch) {
   }
   h.launch = nullptr;
   h.current = nullptr;
+  if (g_access_profile) {
+    profile::KernelFigures figures = access_profile_end_grid();
+    figures.grid[0] = g.x, figures.grid[1] = g.y, figures.grid[2] = g.z;
+    figures.block[0] = launch.block.x, figures.block[1] = launch.block.y,
+    figures.block[2] = launch.block.z;
+    figures.dynamic_shared_bytes = launch.dynamic_shared_bytes;
+    profile::kernel_figures(figures);
+  }
 }
 
 // ---------------------------------------------------------------------------------------

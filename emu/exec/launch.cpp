@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "emu/exec/access_profile.h"
 #include "emu/exec/executor.h"
 #include "emu/runtime/device_work.h"
 #include "emu/runtime/error_state.h"
@@ -100,6 +101,8 @@ cudaError_t launch_kernel(const void* kernel, const char* kernel_name, dim3 grid
   launch->seed = base_seed() * 0x9e3779b97f4a7c15ull + ++g_launches;
   Work work;
   work.name = std::string("kernel ") + name;
+  work.kind = WorkKind::kernel;
+  exec::g_access_profile = profile::enabled();
   work.run = [launch] { exec::run_grid(*launch); };
   return enqueue(stream, std::move(work));
 }

@@ -156,6 +156,10 @@ void init_shared_memory() {
   }
 }
 
+bool is_shared_address(uintptr_t address) {
+  return maybe_shared(address) && g_ranges && find(address) != nullptr;
+}
+
 void begin_block_shared(size_t) {
   g_block_footprint = 0;
 }

@@ -35,6 +35,9 @@ inline bool maybe_shared(uintptr_t address) {
 // (and does nothing) when `address` is not shared memory after all.
 bool shared_access(uintptr_t address, size_t bytes, SharedAccess kind, const void* pc);
 
+// Whether `address` is shared memory (no check, no record): for the emulated profile.
+bool is_shared_address(uintptr_t address);
+
 // Starts a block: limits the static footprint to 48 KiB.
 void begin_block_shared(size_t dynamic_shared_bytes);
 

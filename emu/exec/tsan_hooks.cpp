@@ -8,8 +8,10 @@
 // This file must not be compiled with -fsanitize=thread itself.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <sstream>
 
+#include "emu/exec/access_profile.h"
 #include "emu/exec/executor.h"
 #include "emu/exec/read_only.h"
 #include "emu/exec/shared_memory.h"
@@ -92,6 +94,8 @@ inline __attribute__((always_inline)) void access(const void* address, size_t by
                                                   const void* pc) {
   if (!t_in_kernel || bytes == 0) return;
   const uintptr_t a = reinterpret_cast<uintptr_t>(address);
+  if (g_access_profile) [[unlikely]]
+    access_profile_record(t_clock.thread, a, bytes, write, false, pc);
   if (write && t_read_only_used && in_device_arena(address))
     note_write_after_read_only(a, bytes, pc);
   if (cached(a, bytes)) return;
@@ -107,6 +111,8 @@ inline __attribute__((always_inline)) void atomic_access(const volatile void* ad
   if (!t_in_kernel) return;
   const void* p = const_cast<const void*>(address);
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (g_access_profile) [[unlikely]]
+    access_profile_record(t_clock.thread, a, bytes, writes, true, pc);
   if (writes && t_read_only_used && in_device_arena(p)) note_write_after_read_only(a, bytes, pc);
   if (cached(a, bytes)) return;
   if (maybe_shared(a) &&
@@ -122,6 +128,11 @@ inline __attribute__((always_inline)) void atomic_access(const volatile void* ad
 
 void reset_access_cache() {
   for (uintptr_t& granule : t_granules) granule = 0;
+}
+
+void device_load(void* to, const void* from, size_t bytes, const void* pc) {
+  access(from, bytes, false, pc);
+  std::memcpy(to, from, bytes);
 }
 
 }  // namespace sonata::emu::exec

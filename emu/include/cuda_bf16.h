@@ -23,6 +23,9 @@ inline float bf16_to_float(uint16_t bits) {
   return fp16::bits_float(uint32_t(bits) << 16);
 }
 
+// The largest finite bfloat16, (2 - 2^-7) * 2^127.
+constexpr double kMaxFinite = 0x1.fep127;
+
 }  // namespace sonata::emu::bf16
 
 struct __nv_bfloat16_raw {
@@ -40,7 +43,9 @@ struct alignas(2) __nv_bfloat16 {
   __nv_bfloat16() = default;
   constexpr __nv_bfloat16(const __nv_bfloat16_raw& raw) : __x(raw.x) {}
   __nv_bfloat16(float value) : __x(sonata::emu::bf16::float_to_bf16_rn(value)) {}
-  __nv_bfloat16(double value) : __nv_bfloat16(float(value)) {}
+  __nv_bfloat16(double value)
+      : __nv_bfloat16(
+            sonata::emu::fp16::round_once(value, 8, -133, sonata::emu::bf16::kMaxFinite)) {}
   __nv_bfloat16(int value) : __nv_bfloat16(float(value)) {}
   __nv_bfloat16(unsigned value) : __nv_bfloat16(float(value)) {}
   __nv_bfloat16(long long value) : __nv_bfloat16(float(value)) {}
@@ -72,8 +77,9 @@ inline __nv_bfloat16 __float2bfloat16_rn(float value) {
 inline __nv_bfloat16 __float2bfloat16(float value) {
   return __nv_bfloat16(value);
 }
+// "Converts double number to nv_bfloat16 precision in round-to-nearest-even mode": once.
 inline __nv_bfloat16 __double2bfloat16(double value) {
-  return __nv_bfloat16(float(value));
+  return __nv_bfloat16(value);
 }
 inline float __bfloat162float(__nv_bfloat16 value) {
   return float(value);
@@ -141,8 +147,9 @@ inline __nv_bfloat16 __hneg(__nv_bfloat16 a) {
 inline __nv_bfloat16 __habs(__nv_bfloat16 a) {
   return __ushort_as_bfloat16(__bfloat16_as_ushort(a) & 0x7fffu);
 }
+// "Performs nv_bfloat16 fused multiply-add in round-to-nearest-even mode": rounded once.
 inline __nv_bfloat16 __hfma(__nv_bfloat16 a, __nv_bfloat16 b, __nv_bfloat16 c) {
-  return __nv_bfloat16(float(double(float(a)) * double(float(b)) + double(float(c))));
+  return __nv_bfloat16(sonata::emu::fp16::fma_round_to_odd(float(a), float(b), float(c)));
 }
 inline bool __heq(__nv_bfloat16 a, __nv_bfloat16 b) {
   return float(a) == float(b);
@@ -162,10 +169,19 @@ inline bool __hgt(__nv_bfloat16 a, __nv_bfloat16 b) {
 inline bool __hge(__nv_bfloat16 a, __nv_bfloat16 b) {
   return float(a) >= float(b);
 }
+// As __half's: the other input for one NaN, canonical NaN for two, +0.0 > -0.0.
 inline __nv_bfloat16 __hmax(__nv_bfloat16 a, __nv_bfloat16 b) {
+  if (__hisnan(a) && __hisnan(b)) return __ushort_as_bfloat16(0x7fffu);
+  if (__hisnan(a)) return b;
+  if (__hisnan(b)) return a;
+  if (float(a) == float(b)) return (__bfloat16_as_ushort(a) & 0x8000u) ? b : a;
   return float(a) < float(b) ? b : a;
 }
 inline __nv_bfloat16 __hmin(__nv_bfloat16 a, __nv_bfloat16 b) {
+  if (__hisnan(a) && __hisnan(b)) return __ushort_as_bfloat16(0x7fffu);
+  if (__hisnan(a)) return b;
+  if (__hisnan(b)) return a;
+  if (float(a) == float(b)) return (__bfloat16_as_ushort(a) & 0x8000u) ? a : b;
   return float(b) < float(a) ? b : a;
 }
 

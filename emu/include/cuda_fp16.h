@@ -2,6 +2,8 @@
 // CUDA's __half for the emulator: IEEE binary16 storage with the toolkit's conversions
 // (round to nearest even, subnormals, overflow to inf, NaN to the canonical 0x7fff) and the
 // arithmetic operators cuda_fp16.hpp defines, which compute in float and round once.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -74,6 +76,42 @@ inline float half_to_float(uint16_t h) {
   return bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
+// Rounds `value` once to a binary format of `digits` significand bits whose smallest step
+// (a subnormal's) is 2^min_step: ties to even, past `max_finite` infinity. The result is a
+// float holding the rounded value exactly (NaN stays NaN), which the format's own float
+// conversion then takes without rounding again. CUDA's __double2half / __double2bfloat16
+// round the double once ("round-to-nearest-even mode"); through float first a double just
+// above a tie would be rounded twice and land on the even neighbour below.
+inline float round_once(double value, int digits, int min_step, double max_finite) {
+  if (std::isnan(value)) return float(value);
+  const double magnitude = std::fabs(value);
+  int exponent = 0;
+  std::frexp(magnitude, &exponent);  // magnitude = f * 2^exponent, f in [0.5, 1)
+  const int step = std::max(exponent - digits, min_step);
+  const double rounded = std::ldexp(std::nearbyint(std::ldexp(magnitude, -step)), step);
+  const float result = rounded > max_finite ? INFINITY : float(rounded);
+  return std::signbit(value) ? -result : result;
+}
+
+// a * b + c rounded to odd at double precision: exact when it fits in a double, else the
+// neighbour whose last bit is odd. a * b must be exact in a double (two half or bfloat16
+// values: 22 or 16 significand bits). Rounding that once more to a format of at most 51
+// bits gives the correctly rounded fused result (round-to-odd, Boldo and Melquiond), which
+// a plain double sum does not when c is tiny beside a product at a tie.
+inline double fma_round_to_odd(double a, double b, double c) {
+  const double product = a * b;  // exact
+  const double sum = product + c;
+  if (!std::isfinite(sum)) return sum;
+  // TwoSum: the exact error of the rounded sum.
+  const double product_part = sum - c;
+  const double error = (product - product_part) + (c - (sum - product_part));
+  if (error == 0) return sum;
+  uint64_t bits;
+  std::memcpy(&bits, &sum, 8);
+  if (bits & 1u) return sum;
+  return std::nextafter(sum, error > 0 ? INFINITY : -INFINITY);
+}
+
 }  // namespace sonata::emu::fp16
 
 struct __half_raw {
@@ -91,7 +129,7 @@ struct alignas(2) __half {
   __half() = default;
   constexpr __half(const __half_raw& raw) : __x(raw.x) {}
   __half(float value) : __x(sonata::emu::fp16::float_to_half_rn(value)) {}
-  __half(double value) : __half(float(value)) {}
+  __half(double value) : __half(sonata::emu::fp16::round_once(value, 11, -24, 65504.0)) {}
   __half(int value) : __half(float(value)) {}
   __half(unsigned value) : __half(float(value)) {}
   __half(long long value) : __half(float(value)) {}
@@ -122,8 +160,9 @@ inline __half __float2half_rn(float value) {
 inline __half __float2half(float value) {
   return __half(value);
 }
+// "Converts double number to half precision in round-to-nearest-even mode": one rounding.
 inline __half __double2half(double value) {
-  return __half(float(value));
+  return __half(sonata::emu::fp16::round_once(value, 11, -24, 65504.0));
 }
 inline float __half2float(__half value) {
   return float(value);
@@ -191,8 +230,10 @@ inline __half __hneg(__half a) {
 inline __half __habs(__half a) {
   return __ushort_as_half(__half_as_ushort(a) & 0x7fffu);
 }
+// "Performs half fused multiply-add in round-to-nearest-even mode": a * b + c rounded once.
 inline __half __hfma(__half a, __half b, __half c) {
-  return __half(float(double(float(a)) * double(float(b)) + double(float(c))));
+  return __half(sonata::emu::fp16::round_once(
+      sonata::emu::fp16::fma_round_to_odd(float(a), float(b), float(c)), 11, -24, 65504.0));
 }
 inline bool __heq(__half a, __half b) {
   return float(a) == float(b);
@@ -212,10 +253,21 @@ inline bool __hgt(__half a, __half b) {
 inline bool __hge(__half a, __half b) {
   return float(a) >= float(b);
 }
+// CUDA's math API: "If either of inputs is NaN, the other input is returned. If both inputs
+// are NaNs, then canonical NaN is returned. If values of both inputs are 0.0, then
+// +0.0 > -0.0" (for __hmin: -0.0 < +0.0).
 inline __half __hmax(__half a, __half b) {
+  if (__hisnan(a) && __hisnan(b)) return __ushort_as_half(0x7fffu);
+  if (__hisnan(a)) return b;
+  if (__hisnan(b)) return a;
+  if (float(a) == float(b)) return (__half_as_ushort(a) & 0x8000u) ? b : a;  // +0 over -0
   return float(a) < float(b) ? b : a;
 }
 inline __half __hmin(__half a, __half b) {
+  if (__hisnan(a) && __hisnan(b)) return __ushort_as_half(0x7fffu);
+  if (__hisnan(a)) return b;
+  if (__hisnan(b)) return a;
+  if (float(a) == float(b)) return (__half_as_ushort(a) & 0x8000u) ? a : b;  // -0 under +0
   return float(b) < float(a) ? b : a;
 }
 

@@ -1,10 +1,12 @@
 // cub::DeviceRadixSort::SortPairs on the CPU: a stable sort of the keys' bits
 // [begin_bit, end_bit) in CUB's order (signed keys with the sign bit flipped, floating keys
-// by their IEEE order with negatives reversed), as one piece of work on the stream.
+// by their IEEE order with negatives reversed and -0.0 equal to +0.0), as one piece of work on
+// the stream; outputs overlapping inputs are refused.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -31,11 +33,27 @@ uint64_t ordered_bits(const char* key, size_t bytes, KeyKind kind) {
     case KeyKind::signed_int:
       return bits ^ sign;
     case KeyKind::floating: {
+      // CUB: "Positive and negative zeros are considered equivalent" -- its digit
+      // extractors map -0.0 to +0.0's ordered bits (ProcessFloatMinusZero), so the two are
+      // one key and keep their input order; the keys themselves move unchanged.
+      if (bits == sign) bits = 0;
       const uint64_t mask = bytes == 8 ? ~uint64_t(0) : (uint64_t(1) << (8 * bytes)) - 1;
       return (bits & sign) ? (~bits & mask) : (bits | sign);
     }
   }
   return bits;
+}
+
+struct Range {
+  const char* name;
+  const void* begin;
+  size_t bytes;
+};
+
+bool overlap(const Range& a, const Range& b) {
+  const auto* a0 = static_cast<const char*>(a.begin);
+  const auto* b0 = static_cast<const char*>(b.begin);
+  return a.bytes && b.bytes && a0 < b0 + b.bytes && b0 < a0 + a.bytes;
 }
 
 }  // namespace
@@ -61,10 +79,35 @@ cudaError_t sort_pairs(void* temp_storage, size_t& temp_storage_bytes, const voi
     return cudaErrorInvalidValue;
   }
   if (items == 0) return cudaSuccess;
+  const size_t n = size_t(items);
+  // CUB's precondition: the output ranges "shall not overlap" the input ranges "in any way"
+  // (the sort is not in place; a card gives garbage). The emulator refuses instead.
+  const Range written[] = {{"d_keys_out", keys_out, n * key_bytes},
+                           {"d_values_out", values_out, n * value_bytes},
+                           {"d_temp_storage", temp_storage, needed}};
+  const Range read[] = {{"d_keys_in", keys_in, n * key_bytes},
+                        {"d_values_in", values_in, n * value_bytes}};
+  for (size_t w = 0; w < std::size(written); ++w) {
+    for (const Range& r : read) {
+      if (overlap(written[w], r)) {
+        library_log("CUB", std::string("DeviceRadixSort::SortPairs: ") + written[w].name +
+                               " overlaps " + r.name + " (the sort is not in place)");
+        return cudaErrorInvalidValue;
+      }
+    }
+    for (size_t o = w + 1; o < std::size(written); ++o) {
+      if (overlap(written[w], written[o])) {
+        library_log("CUB", std::string("DeviceRadixSort::SortPairs: ") + written[w].name +
+                               " overlaps " + written[o].name);
+        return cudaErrorInvalidValue;
+      }
+    }
+  }
   Work work;
   work.name =
       descending ? "cub::DeviceRadixSort::SortPairsDescending" : "cub::DeviceRadixSort::SortPairs";
-  const size_t n = size_t(items);
+  work.kind = WorkKind::library;
+  work.cost = {.math = "memory", .library = "cub"};  // bytes: the ranges below
   work.reads = {{keys_in, n * key_bytes}, {values_in, n * value_bytes}};
   work.writes = {{keys_out, n * key_bytes}, {values_out, n * value_bytes}, {temp_storage, needed}};
   work.run = [=] {
@@ -80,7 +123,7 @@ cudaError_t sort_pairs(void* temp_storage, size_t& temp_storage_bytes, const voi
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       return descending ? digits[a] > digits[b] : digits[a] < digits[b];
     });
-    // Through a copy: keys_out may alias nothing, but the inputs stay intact either way.
+    // Through a copy, so the inputs stay intact.
     std::vector<char> sorted_keys(n * key_bytes), sorted_values(n * value_bytes);
     for (size_t i = 0; i < n; ++i) {
       std::memcpy(&sorted_keys[i * key_bytes], keys + order[i] * key_bytes, key_bytes);

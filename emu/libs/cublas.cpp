@@ -149,6 +149,15 @@ cublasStatus_t gemm(const GemmArgs& g) {
   const int64_t eb = sonata::emu::elem_size(elem);
   sonata::emu::Work work;
   work.name = g.name;
+  work.kind = sonata::emu::WorkKind::library;
+  work.cost = {.flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(g.batch),
+               .bytes = double(g.m * g.k + g.k * g.n + g.m * g.n * (beta != 0.0 ? 2 : 1)) *
+                        double(eb) * double(g.batch),
+               .math = elem == Elem::f16 || elem == Elem::bf16 ? "tensor16"
+                       : elem == Elem::f64                     ? "fp64"
+                       : arith.tf32_inputs                     ? "tf32"
+                                                               : "fp32",
+               .library = "cublas"};
   const int64_t a_cols = ta ? g.m : g.k, b_cols = tb ? g.k : g.n;
   const bool reads_ab = g.k > 0 && alpha != 0.0;
   for (int64_t b = 0; b < g.batch; ++b) {

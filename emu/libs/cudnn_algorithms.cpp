@@ -199,6 +199,8 @@ cudnnStatus_t find(Pass pass, cudnnHandle_t handle, const ConvGeometry& geometry
   g.y.data = const_cast<void*>(y);
   Work work;
   work.name = call;
+  work.kind = sonata::emu::WorkKind::library;
+  work.cost = conv_cost(g, true);
   const View& out = pass == Pass::forward ? g.y : pass == Pass::backward_data ? g.x : g.w;
   for (const View* v : {&g.x, &g.w, &g.y})
     if (v != &out) add_range(work.reads, v->range());

@@ -38,6 +38,8 @@ cudnnStatus_t run_pass(Pass pass, cudnnHandle_t handle, ConvGeometry g, int algo
   const double alpha = scalar(alpha_p, g.f64), beta = scalar(beta_p, g.f64);
   Work work;
   work.name = call;
+  work.kind = sonata::emu::WorkKind::library;
+  work.cost = conv_cost(g, info.tensor_cores);
   const View& out = pass == Pass::forward ? g.y : pass == Pass::backward_data ? g.x : g.w;
   for (const View* v : {&g.x, &g.w, &g.y})
     if (v != &out) add_range(work.reads, v->range());
@@ -128,6 +130,11 @@ cudnnStatus_t broadcast_op(cudnnHandle_t handle, const char* call, const void* a
   const double alpha = scalar(alpha_p, f64), beta = scalar(beta_p, f64);
   sonata::emu::Work work;
   work.name = call;
+  work.kind = sonata::emu::WorkKind::library;
+  work.cost = {.bytes = double(elem_size(av.elem)) *
+                        double(av.n * av.c * av.h * av.w + cv.n * cv.c * cv.h * cv.w),
+               .math = "memory",
+               .library = "cudnn"};
   work.reads.push_back(av.range());
   if (beta != 0.0) work.reads.push_back(cv.range());
   work.writes.push_back(cv.range());

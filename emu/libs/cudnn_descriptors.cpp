@@ -64,6 +64,20 @@ int64_t out_dim(int64_t in, int pad, int filter, int dil, int stride) {
 }
 }  // namespace
 
+WorkCost conv_cost(const ConvGeometry& g, bool tensor_cores) {
+  const double flops = 2.0 * double(g.y.n) * double(g.w.n) * double(g.y.h * g.y.w) * double(g.w.c) *
+                       double(g.w.h * g.w.w);
+  const double bytes = double(elem_size(g.x.elem)) * double(g.x.n * g.x.c * g.x.h * g.x.w) +
+                       double(elem_size(g.w.elem)) * double(g.w.n * g.w.c * g.w.h * g.w.w) +
+                       double(elem_size(g.y.elem)) * double(g.y.n * g.y.c * g.y.h * g.y.w);
+  const bool half = g.x.elem == Elem::f16 || g.x.elem == Elem::bf16 || g.to_half;
+  const char* math = g.f64                    ? "fp64"
+                     : half && tensor_cores   ? "tensor16"
+                     : g.tf32 && tensor_cores ? "tf32"
+                                              : "fp32";
+  return {.flops = flops, .bytes = bytes, .math = math, .library = "cudnn.conv"};
+}
+
 cudnnStatus_t geometry(const cudnnTensorStruct* x, const cudnnFilterStruct* w,
                        const cudnnConvolutionStruct* conv, const cudnnTensorStruct* y,
                        const char* call, ConvGeometry* out) {

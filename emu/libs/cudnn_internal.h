@@ -76,6 +76,11 @@ cudnnStatus_t geometry(const cudnnTensorStruct* x, const cudnnFilterStruct* w,
 enum class Pass { forward, backward_data, backward_filter };
 void convolve(Pass pass, const ConvGeometry& g, double alpha, double beta);
 
+// What one pass of the convolution computes and moves, for the emulated profile: 2 N K P Q
+// (C / groups) R S FLOPs, every pass alike, on the tensor cores where the algorithm may use
+// them (`tensor_cores`) and the math allows (TF32 for fp32, fp16/bf16 MMA).
+WorkCost conv_cost(const ConvGeometry& g, bool tensor_cores);
+
 // Supported algorithms with their emulated workspace sizes, and their order.
 struct AlgoInfo {
   bool supported = false;

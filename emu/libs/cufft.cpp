@@ -1,11 +1,13 @@
 // cuFFT on the CPU: 1-d plans (batched, basic or advanced layout) of R2C, C2R and C2C, a
 // work area per plan that every execution writes (the library's own from cudaMalloc, or the
 // caller's after cufftSetAutoAllocation(0) + cufftSetWorkArea), and executions as work on
-// the plan's stream computed as a direct DFT in double precision.
+// the plan's stream computed as a direct DFT in double precision. In place, real rows of the
+// basic layout are padded to 2 * (n/2 + 1) reals; out of place, C2R overwrites its input.
 #include <cufft.h>
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -186,13 +188,24 @@ void dft_row(int64_t n, int sign, const std::vector<Complex>& in, std::vector<Co
   }
 }
 
-cufftResult exec(cufftHandle handle, const void* idata, void* odata, int direction,
-                 cufftType expected_a, cufftType expected_b, const char* call) {
+cufftResult exec(cufftHandle handle, void* idata, void* odata, int direction, cufftType expected_a,
+                 cufftType expected_b, const char* call) {
   const std::shared_ptr<Plan> found = find(handle);
   if (!found || !found->made)
     return fail(CUFFT_INVALID_PLAN, std::string(call) + ": plan " + std::to_string(handle) +
                                         (found ? " was created but never made" : " is unknown"));
-  const Plan p = *found;
+  Plan p = *found;
+  const bool in_place = idata == odata;
+  // cuFFT's data layout: an in-place real transform keeps each row's complex side in the
+  // same bytes as its real side, so the basic layout's real rows are padded to
+  // 2 * (n/2 + 1) reals (FFTW's in-place layout); out of place they are n reals apart.
+  if (p.basic_layout && in_place) {
+    if (real_input(p.type)) p.idist = 2 * (p.n / 2 + 1);
+    if (real_output(p.type)) p.odist = 2 * (p.n / 2 + 1);
+  }
+  // An out-of-place complex-to-real transform overwrites its input (cuFFT's documentation:
+  // the input of C2R/Z2D is not preserved), so a caller that reads it again must see that.
+  const bool clobbers_input = real_output(p.type) && !in_place;
   if (p.type != expected_a && p.type != expected_b)
     return fail(CUFFT_INVALID_TYPE, std::string(call) + ": plan " + std::to_string(handle) +
                                         " has type " + std::to_string(int(p.type)) +
@@ -212,6 +225,13 @@ cufftResult exec(cufftHandle handle, const void* idata, void* odata, int directi
 
   sonata::emu::Work work;
   work.name = call;
+  work.kind = sonata::emu::WorkKind::library;
+  // 5 n log2(n) per complex transform (half for a real one), as FFT benchmarks count.
+  const bool real = p.type != CUFFT_C2C && p.type != CUFFT_Z2Z;
+  work.cost = {.flops = (real ? 2.5 : 5.0) * double(p.n) *
+                        std::log2(double(std::max<int64_t>(p.n, 2))) * double(p.batch),
+               .math = "memory",
+               .library = "cufft"};  // bytes: the ranges below
   const int64_t in_count = input_elems(p), out_count = output_elems(p);
   for (int64_t b = 0; b < p.batch; ++b) {
     // Elements `stride` apart: one line of one element each, ld = stride.
@@ -224,12 +244,13 @@ cufftResult exec(cufftHandle handle, const void* idata, void* odata, int directi
         p.ostride == 1 ? out_count : 1, p.ostride == 1 ? 1 : out_count, p.ostride,
         int64_t(output_elem_bytes(p)));
   }
+  if (clobbers_input) work.writes.insert(work.writes.end(), work.reads.begin(), work.reads.end());
   work.writes.push_back({p.work_area, p.work_size});
   const int sign = (p.type == CUFFT_C2C || p.type == CUFFT_Z2Z)
                        ? (direction == CUFFT_INVERSE ? 1 : -1)
                    : real_output(p.type) ? 1
                                          : -1;
-  work.run = [p, idata, odata, sign, in_count, out_count] {
+  work.run = [p, idata, odata, sign, in_count, out_count, clobbers_input] {
     std::vector<Complex> twiddle(size_t(p.n));
     for (int64_t t = 0; t < p.n; ++t) {
       const double angle = 2 * std::numbers::pi * double(t) / double(p.n);
@@ -265,6 +286,16 @@ cufftResult exec(cufftHandle handle, const void* idata, void* odata, int directi
       }
       dft_row(p.n, sign, row, out, twiddle, real_output(p.type) ? p.n : out_count);
       results[size_t(b)].assign(out.begin(), out.begin() + (real_output(p.type) ? p.n : out_count));
+    }
+    // What a card leaves in the input of an out-of-place C2R is its intermediate data; NaN
+    // here, so that any later read of it shows.
+    if (clobbers_input) {
+      for (int64_t b = 0; b < p.batch; ++b)
+        for (int64_t k = 0; k < in_count; ++k) {
+          const int64_t at = 2 * (b * p.idist + k * p.istride);
+          store_real(idata, at, NAN);
+          store_real(idata, at + 1, NAN);
+        }
     }
     for (int64_t b = 0; b < p.batch; ++b)
       for (int64_t k = 0; k < out_count; ++k) {

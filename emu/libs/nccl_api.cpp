@@ -64,6 +64,8 @@ ncclResult_t enqueue_ops(ncclComm_t comm, cudaStream_t stream, std::vector<Op> o
   sonata::emu::Work work;
   work.name = ops.size() == 1 ? sonata::emu::nccl::op_name(ops.front().kind)
                               : "NCCL group of " + std::to_string(ops.size()) + " operations";
+  work.kind = sonata::emu::WorkKind::library;
+  work.cost = {.math = "memory", .library = "nccl"};  // bytes: the ranges below
   const int nranks = comm->state->nranks;
   for (const Op& op : ops) {
     const size_t eb = sonata::emu::nccl::dtype_bytes(op.dtype);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "emu/runtime/device_table.h"
+#include "emu/runtime/profile.h"
 
 namespace sonata::emu {
 
@@ -26,6 +27,13 @@ struct Pool {
   uint64_t used_high = 0;
   uint64_t held = 0;  // freed pooled bytes the pool keeps
   uint64_t reserved_high = 0;
+  // What a card's pool reserves, for the emulated profile's driver calls: the pooled bytes
+  // live in stream order (a cudaFreeAsync counts once enqueued: an allocation ordered
+  // after it may reuse its memory, while here the free waits for the lazy scheduler), and
+  // the most of them the pool has held since its last trim. The driver is called when that
+  // reservation grows.
+  uint64_t ordered_live = 0;
+  uint64_t modelled_reserve = 0;
   int reuse_flags[3] = {1, 1, 1};
   std::deque<Block*> free_blocks;  // most recently freed at the back
 };
@@ -149,11 +157,19 @@ Block* allocate_device(int device, size_t size, bool pooled) {
     if (!block) block = carve_block(BlockKind::device, capacity);
     if (!block) return nullptr;
     memory.in_use += block->capacity;
+    if (!pooled) profile::driver_alloc("cudaMalloc", block->capacity, device);
   }
   hand_out(*block, device, size, pooled);
   if (pooled) {
-    memory.pool.used += block->capacity;
-    note_highs(memory.pool);
+    Pool& pool = memory.pool;
+    pool.used += block->capacity;
+    note_highs(pool);
+    pool.ordered_live += block->capacity;
+    if (pool.ordered_live > pool.modelled_reserve) {
+      profile::driver_alloc("cudaMallocAsync (the pool grew)",
+                            pool.ordered_live - pool.modelled_reserve, device);
+      pool.modelled_reserve = pool.ordered_live;
+    }
   }
   return block;
 }
@@ -185,6 +201,7 @@ void release_block(Block& block) {
   } else {
     memory.in_use -= block.capacity;
     memory.free_blocks.push_back(&block);
+    profile::driver_free("cudaFree", block.capacity, block.device);
   }
 }
 
@@ -193,6 +210,7 @@ Block* allocate_pinned(size_t size) {
   Block* block = take_recent(pinned_free(), capacity);
   if (!block) block = carve_block(BlockKind::pinned, capacity);
   if (!block) return nullptr;
+  profile::driver_alloc("cudaHostAlloc", block->capacity, -1);
   hand_out(*block, -1, size, false);
   return block;
 }
@@ -263,10 +281,21 @@ bool get_pool_attribute(int device, cudaMemPoolAttr attr, void* value) {
 
 void trim_pool(int device, size_t keep) {
   DeviceMemory& memory = memories().at(static_cast<size_t>(device));
-  const Pool& pool = memory.pool;
+  Pool& pool = memory.pool;
   const uint64_t target = std::max<uint64_t>(keep, pool.used);
   while (pool.used + pool.held > target && give_back_oldest(memory)) {
   }
+  const uint64_t kept = std::max<uint64_t>(target, pool.ordered_live);
+  if (pool.modelled_reserve > kept) {
+    profile::driver_free("the pool's trim", pool.modelled_reserve - kept, device);
+    pool.modelled_reserve = kept;
+  }
+}
+
+void note_pool_free_enqueued(const Block& block) {
+  if (!block.pooled || block.device < 0) return;
+  Pool& pool = memories().at(static_cast<size_t>(block.device)).pool;
+  pool.ordered_live -= std::min<uint64_t>(pool.ordered_live, block.capacity);
 }
 
 void trim_pools_to_threshold() {

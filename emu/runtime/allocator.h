@@ -35,6 +35,10 @@ int pool_device(cudaMemPool_t pool);
 bool set_pool_attribute(int device, cudaMemPoolAttr attr, const void* value);
 bool get_pool_attribute(int device, cudaMemPoolAttr attr, void* value);
 
+// A cudaFreeAsync of `block` was enqueued: in stream order its memory is the pool's again
+// (the emulated profile's model of when a card's pool must grow).
+void note_pool_free_enqueued(const Block& block);
+
 // Returns pooled free memory to the device until the pool holds at most
 // max(keep, used) bytes (cudaMemPoolTrimTo); at a synchronisation the pool trims to its
 // release threshold, as the real pool does.

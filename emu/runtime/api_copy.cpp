@@ -1,7 +1,11 @@
 // Copies and memsets. As the driver does: a pageable host source of an asynchronous copy is
 // staged at the call; a pinned one is read when the copy runs in stream order; a copy to
 // pageable host memory returns only when it is done; a pinned destination is written when
-// the copy runs (a host read before synchronising sees the old bytes).
+// the copy runs (a host read before synchronising sees the old bytes). The synchronous
+// cudaMemcpy follows "API synchronization behavior": from pageable host memory to the
+// device it synchronises the stream, stages the source and returns while the copy may still
+// be landing; device to device it does not synchronise the host at all. Either way work on a
+// non-blocking stream that reads the destination without an event may see the old bytes.
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -70,6 +74,8 @@ Work copy_work(std::string name, void* dst, const void* src, size_t count, bool 
   }
   Work work;
   work.name = name;
+  work.kind = WorkKind::copy;
+  work.cost.bytes = double(count);
   work.run = [dst, src, count, staged] {
     const void* from = staged ? static_cast<const void*>(staged->data()) : src;
     if (!staged && !end_ok(src, count, AccessKind::read)) return;
@@ -94,7 +100,19 @@ std::string copy_name(const char* call, cudaMemcpyKind kind, size_t count) {
   return name.str();
 }
 
-// Enqueues a copy on `stream`; waits for it when `wait` or when the destination is pageable.
+// Whether a synchronous cudaMemcpy returns before its copy lands ("API synchronization
+// behavior"): "For transfers from pageable host memory to device memory, a stream sync is
+// performed before the copy is initiated. The function will return once the pageable buffer
+// has been copied to the staging memory for DMA transfer to device memory, but the DMA to
+// final destination may not have completed." and "For transfers from device memory to
+// device memory, no host-side synchronization is performed."
+bool lands_after_return(const void* dst, const void* src) {
+  return where(dst) == Where::device &&
+         (where(src) == Where::pageable || where(src) == Where::device);
+}
+
+// Enqueues a copy on `stream`; waits for it when `wait` (a synchronous cudaMemcpy, but see
+// lands_after_return) or when the destination is pageable.
 cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                  StreamState* stream, bool wait) {
   if (!stream) return cudaErrorInvalidResourceHandle;
@@ -110,8 +128,14 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t count, cud
         << src << " make it " << kind_name(actual) << ")";
     return refuse(call, cudaErrorInvalidValue, why.str());
   }
-  const bool stage = where(src) == Where::pageable && !wait;
-  const bool blocking = wait || where(dst) == Where::pageable;
+  const bool early_return = wait && lands_after_return(dst, src);
+  if (early_return && where(src) == Where::pageable) {
+    // The stream sync before the copy is initiated.
+    if (!run_until({stream_tail(*stream)})) return cudaErrorUnknown;
+    if (const cudaError_t sticky = sticky_error(stream->device)) return sticky;
+  }
+  const bool stage = where(src) == Where::pageable && (!wait || early_return);
+  const bool blocking = (wait && !early_return) || where(dst) == Where::pageable;
   NodePtr node =
       enqueue_node(stream, copy_work(copy_name(call, actual, count), dst, src, count, stage));
   if (blocking && !run_until({node})) return cudaErrorUnknown;
@@ -143,6 +167,8 @@ cudaError_t peer_copy(const char* call, void* dst, int dstDevice, const void* sr
 Work memset_work(void* dst, int value, size_t count) {
   Work work;
   work.name = "cudaMemset (" + std::to_string(count) + " bytes)";
+  work.kind = WorkKind::memset;
+  work.cost.bytes = double(count);
   work.writes.push_back({dst, count});
   work.run = [dst, value, count] { std::memset(dst, value, count); };
   return work;

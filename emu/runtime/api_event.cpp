@@ -37,6 +37,7 @@ cudaError_t record(const char* call, cudaEvent_t hEvent, cudaStream_t hStream) {
   if (const cudaError_t sticky = sticky_error(stream->device)) return sticky;
   Work marker;
   marker.name = "cudaEventRecord";
+  marker.kind = WorkKind::event;
   event->node = enqueue_node(stream, std::move(marker));
   event->recorded = true;
   return cudaSuccess;
@@ -69,7 +70,7 @@ cudaError_t cudaEventQuery(cudaEvent_t hEvent) {
   return api_call("cudaEventQuery", [&] {
     EventState* event = resolve_event(hEvent);
     if (!event) return cudaErrorInvalidResourceHandle;
-    const bool done = run_until({event->node}, kQuerySteps);
+    const bool done = query_done({event->node});
     if (const cudaError_t sticky = sticky_error(event->device)) return sticky;
     return done ? cudaSuccess : cudaErrorNotReady;
   });
@@ -99,8 +100,8 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t hStart, cudaEvent_t hEnd
       return refuse("cudaEventElapsedTime", cudaErrorInvalidResourceHandle,
                     "an event was never recorded");
     }
-    // Like a query: some progress, then cudaErrorNotReady while either is pending.
-    const bool done = run_until({start->node, end->node}, kQuerySteps);
+    // Like a query: cudaErrorNotReady while either was pending when asked, some progress.
+    const bool done = query_done({start->node, end->node});
     if (const cudaError_t sticky = sticky_error(end->device)) return sticky;
     if (!done) return cudaErrorNotReady;
     const std::chrono::duration<float, std::milli> elapsed =

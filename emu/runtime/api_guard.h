@@ -14,6 +14,7 @@
 #include "emu/runtime/device_table.h"
 #include "emu/runtime/error_state.h"
 #include "emu/runtime/exec_lock.h"
+#include "emu/runtime/profile.h"
 #include "emu/runtime/scheduler.h"
 
 namespace sonata::emu {
@@ -30,6 +31,8 @@ cudaError_t api_call(const char* name, Body&& body, Context context = Context::n
     return cudaErrorNotPermitted;
   }
   ExecLock lock;
+  const char* outer_call = profile::t_api_call;
+  profile::t_api_call = name;
   cudaError_t result = cudaSuccess;
   try {
     if (context == Context::needed) current_device();
@@ -38,6 +41,7 @@ cudaError_t api_call(const char* name, Body&& body, Context context = Context::n
     std::fprintf(stderr, "sonata emu: %s refused: %s\n", name, refusal.what());
     result = cudaErrorDeviceUninitialized;
   }
+  profile::t_api_call = outer_call;
   return record_error(result);
 }
 

@@ -92,8 +92,10 @@ cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
     // The block is freed in stream order: work the stream runs before this point may use it;
     // work of other streams must be ordered before it by events, or it finds it freed.
     block->free_pending = true;
+    note_pool_free_enqueued(*block);
     Work work;
     work.name = "cudaFreeAsync(" + describe(*block) + ")";
+    work.kind = WorkKind::free;
     work.run = [block] { release_block(*block); };
     enqueue_node(stream, std::move(work));
     return cudaSuccess;

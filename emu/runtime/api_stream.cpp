@@ -76,7 +76,7 @@ cudaError_t cudaStreamQuery(cudaStream_t hStream) {
   return api_call("cudaStreamQuery", [&] {
     StreamState* stream = resolve_stream(hStream);
     if (!stream) return cudaErrorInvalidResourceHandle;
-    const bool done = run_until({stream_tail(*stream)}, kQuerySteps);
+    const bool done = query_done({stream_tail(*stream)});
     if (const cudaError_t sticky = sticky_error(stream->device)) return sticky;
     return done ? cudaSuccess : cudaErrorNotReady;
   });
@@ -104,6 +104,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t hStream, cudaEvent_t hEvent, unsign
     if (event->node && !event->node->done) {
       Work wait;
       wait.name = "cudaStreamWaitEvent";
+      wait.kind = WorkKind::event;
       enqueue_node(stream, std::move(wait), {event->node});
     }
     return cudaSuccess;

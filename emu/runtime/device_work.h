@@ -4,6 +4,7 @@
 // host functions, collectives -- is a piece of work enqueued here; the scheduler runs it
 // when stream order and events allow, in the least convenient legal order for a seed.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,8 +21,22 @@ struct MemRange {
   size_t bytes = 0;
 };
 
+// What a piece of work is, for the emulated profile (emu/runtime/profile.h).
+enum class WorkKind : uint8_t { other, kernel, library, copy, memset, free, event, host_function };
+
+// What a library call computes and moves, from its documented shapes, and which of the
+// card's peaks bounds its arithmetic (tools/emu_profile.py's roofline model reads these).
+struct WorkCost {
+  double flops = 0;
+  double bytes = 0;          // bytes its operands occupy: read once and written once
+  const char* math = "";     // "tensor16" (fp16/bf16 tensor cores), "tf32", "fp32", "fp64"
+  const char* library = "";  // "cublas", "cudnn.conv", "cudnn.rnn", "cufft", "cub", "nccl"...
+};
+
 struct Work {
-  std::string name;             // "kernel scale_kernel<float>", "cublasGemmEx", "ncclAllReduce"
+  std::string name;  // "kernel scale_kernel<float>", "cublasGemmEx", "ncclAllReduce"
+  WorkKind kind = WorkKind::other;
+  WorkCost cost;
   std::function<void()> run;    // runs on whichever host thread drives the scheduler
   std::vector<MemRange> reads;  // checked before run(); written ranges become initialised
   std::vector<MemRange> writes;

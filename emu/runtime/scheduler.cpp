@@ -14,6 +14,7 @@
 #include "emu/runtime/error_state.h"
 #include "emu/runtime/exec_lock.h"
 #include "emu/runtime/memory_map.h"
+#include "emu/runtime/profile.h"
 
 namespace sonata::emu {
 
@@ -171,7 +172,9 @@ void finish_node(const NodePtr& node) {
   node->done_at = std::chrono::steady_clock::now();
   node->deps.clear();
   node->host_call.reset();
-  node->work = Work{node->work.name, {}, {}, {}, {}};  // frees staged copies and closures
+  Work finished;  // frees staged copies and closures
+  finished.name = std::move(node->work.name);
+  node->work = std::move(finished);
 }
 
 // SONATA_EMU_TRACE=1 prints each piece of work as it starts: the order a seed gave.
@@ -215,6 +218,7 @@ void run_node(const NodePtr& node) {
   // re-enters the scheduler cannot start its successors (or itself) early.
   node->running = true;
   if (tracing()) trace_start(*node, sticky_error(device) != cudaSuccess);
+  profile::work_started(node->seq, node->work);
   const bool healthy = sticky_error(device) == cudaSuccess && ranges_ok(*node);
   if (healthy && node->host_function) {
     node->host_call = std::make_shared<HostCall>();
@@ -224,6 +228,7 @@ void run_node(const NodePtr& node) {
     while (!finish_host_call(node) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+    profile::work_finished();
     return;
   }
   if (healthy && node->work.run) {
@@ -239,6 +244,7 @@ void run_node(const NodePtr& node) {
     }
     t_running = outer;
   }
+  profile::work_finished();
   finish_node(node);
 }
 
@@ -328,6 +334,7 @@ NodePtr enqueue_node(StreamState* stream, Work work, std::vector<NodePtr> waits)
     }
   }
   stream->pending.push_back(node);
+  profile::enqueued(node->seq, stream->device, stream, node->work);
   return node;
 }
 
@@ -358,6 +365,8 @@ bool run_until(const std::vector<NodePtr>& targets, size_t max_steps) {
     return std::all_of(targets.begin(), targets.end(),
                        [](const NodePtr& t) { return !t || t->done; });
   };
+  // A wait of the host (not a query's bounded progress, not work waiting inside work).
+  if (max_steps == 0 && !t_running) profile::host_wait(profile::t_api_call, !all_done());
   if (all_done()) return true;
   Closure closure;
   for (const NodePtr& target : targets) {
@@ -403,6 +412,13 @@ bool run_until(const std::vector<NodePtr>& targets, size_t max_steps) {
     if (max_steps != 0 && ++steps >= max_steps) break;
   }
   return all_done();
+}
+
+bool query_done(const std::vector<NodePtr>& targets) {
+  const bool done_when_asked =
+      std::all_of(targets.begin(), targets.end(), [](const NodePtr& t) { return !t || t->done; });
+  if (!done_when_asked) run_until(targets, kQuerySteps);
+  return done_when_asked;
 }
 
 bool in_host_function() {
@@ -455,6 +471,7 @@ void report_device_fault(cudaError_t error, const std::string& message) {
 void enqueue_host_function(StreamState* stream, cudaHostFn_t fn, void* user_data) {
   Work work;
   work.name = "host function";
+  work.kind = WorkKind::host_function;
   work.run = [fn, user_data] {
     t_in_host_function = true;  // on the callback thread: CUDA calls are refused there
     fn(user_data);

@@ -6,8 +6,9 @@
 // cudaStreamWaitEvent and the legacy default stream's implicit synchronisation, other
 // streams' -- choosing among the ready heads with a seeded RNG that prefers the most
 // recently enqueued (the least convenient legal order). A query runs at most a few pieces,
-// so polling loops end. A fault in a piece of work poisons its device, whose remaining work
-// is dropped. SONATA_EMU_TRACE=1 prints each piece of work as it starts.
+// so polling loops end, and answers cudaErrorNotReady for work pending when it was asked. A
+// fault in a piece of work poisons its device, whose remaining work is dropped. SONATA_EMU_TRACE=1
+// prints each piece of work as it starts.
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -82,6 +83,12 @@ bool run_until(const std::vector<NodePtr>& targets, size_t max_steps = 0);
 
 // The bound of a query's progress (cudaEventQuery, cudaStreamQuery).
 constexpr size_t kQuerySteps = 2;
+
+// A query (cudaEventQuery, cudaStreamQuery, cudaEventElapsedTime): whether every target was
+// done when asked. If not, runs at most kQuerySteps pieces toward them, so a polling loop
+// ends, and answers false even when those finished them: on a card work still pending at a
+// query is cudaErrorNotReady at least once, so a caller's NotReady branch runs here too.
+bool query_done(const std::vector<NodePtr>& targets);
 
 // Whether the calling thread is inside a host function (cudaLaunchHostFunc), where CUDA
 // calls are refused.

@@ -57,9 +57,12 @@ __global__ void __launch_bounds__(kBlockSize)
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) peak = fmaxf(peak, clip[i]);
   peak = block_allreduce(peak, MaxF{}, scratch);
   constexpr double kAmin = 1e-5;
-  const double reference = 20 * log10(fmax(double(peak), kAmin));
+  // __dmul_rn: a product nvcc never fuses with the subtraction below. Fused (nvcc's default
+  // --fmad=true), the peak's cell would be 20 * log10(peak) - reference = the product's
+  // rounding error, not the CPU's exact 0 dB.
+  const double reference = __dmul_rn(20, log10(fmax(double(peak), kAmin)));
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
-    double db = 20 * log10(fmax(double(clip[i]), kAmin)) - reference;
+    double db = __dmul_rn(20, log10(fmax(double(clip[i]), kAmin))) - reference;
     if (top_db > 0) db = fmax(db, -top_db);
     clip[i] = float(db);
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <numeric>
 
 #include "tests/emu/test_emu_libs_support.h"
@@ -73,4 +74,58 @@ TEST_CASE("emulated SortPairs refuses temp storage smaller than its size query",
   CHECK(cub::DeviceRadixSort::SortPairs(
             temp.get(), small, k.as<const uint32_t>(), ko.as<uint32_t>(), v.as<const uint32_t>(),
             vo.as<uint32_t>(), 16, 0, 32, stream.get()) == cudaErrorInvalidValue);
+}
+
+TEST_CASE("emulated SortPairs takes -0.0 and +0.0 as one key, kept in input order", "[emu][cub]") {
+  // CUB: "Positive and negative zeros are considered equivalent, and will be treated as such
+  // in the output": a stable sort keeps their input order; each key keeps its own bits.
+  TestStream stream;
+  const std::vector<float> keys = {0.0f, -0.0f, 1.0f, -0.0f, 0.0f, -1.0f};
+  const std::vector<int32_t> values = {0, 1, 2, 3, 4, 5};
+  const int n = int(keys.size());
+  size_t bytes = 0;
+  REQUIRE(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.data(), (float*)nullptr,
+                                          values.data(), (int32_t*)nullptr, n) == cudaSuccess);
+  DeviceBuffer ki(n * 4), ko(n * 4), vi(n * 4), vo(n * 4), temp(bytes);
+  ki.upload(keys), vi.upload(values);
+  REQUIRE(cub::DeviceRadixSort::SortPairs(temp.get(), bytes, ki.as<const float>(), ko.as<float>(),
+                                          vi.as<const int32_t>(), vo.as<int32_t>(), n, 0, 32,
+                                          stream.get()) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(stream.get()) == cudaSuccess);
+  CHECK(vo.download<int32_t>(size_t(n)) == std::vector<int32_t>{5, 0, 1, 3, 4, 2});
+  std::vector<bool> negative;
+  for (const float key : ko.download<float>(size_t(n))) negative.push_back(std::signbit(key));
+  CHECK(negative == std::vector<bool>{true, false, true, true, false, false});
+
+  REQUIRE(cub::DeviceRadixSort::SortPairsDescending(
+              temp.get(), bytes, ki.as<const float>(), ko.as<float>(), vi.as<const int32_t>(),
+              vo.as<int32_t>(), n, 0, 32, stream.get()) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(stream.get()) == cudaSuccess);
+  CHECK(vo.download<int32_t>(size_t(n)) == std::vector<int32_t>{2, 0, 1, 3, 4, 5});
+}
+
+TEST_CASE("emulated SortPairs refuses outputs that overlap its inputs", "[emu][cub]") {
+  // CUB's precondition: the output ranges shall not overlap the input ranges in any way.
+  TestStream stream;
+  const int n = 16;
+  DeviceBuffer keys(2 * n * 4), values(2 * n * 4), temp(4096);
+  keys.upload(std::vector<uint32_t>(2 * n, 3u)), values.upload(std::vector<uint32_t>(2 * n, 1u));
+  size_t bytes = 0;
+  REQUIRE(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.as<const uint32_t>(),
+                                          keys.as<uint32_t>(), values.as<const uint32_t>(),
+                                          values.as<uint32_t>(), n) == cudaSuccess);
+  REQUIRE(bytes <= 4096);
+  const uint32_t* keys_in = keys.as<const uint32_t>();
+  const uint32_t* values_in = values.as<const uint32_t>();
+  uint32_t* keys_apart = keys.as<uint32_t>() + n;
+  uint32_t* values_apart = values.as<uint32_t>() + n;
+  auto sort = [&](uint32_t* keys_out, uint32_t* values_out) {
+    return cub::DeviceRadixSort::SortPairs(temp.get(), bytes, keys_in, keys_out, values_in,
+                                           values_out, n, 0, 32, stream.get());
+  };
+  CHECK(sort(keys.as<uint32_t>(), values_apart) == cudaErrorInvalidValue);      // in place
+  CHECK(sort(keys_apart - 1, values_apart) == cudaErrorInvalidValue);           // one key
+  CHECK(sort(keys_apart, values.as<uint32_t>() + 3) == cudaErrorInvalidValue);  // values
+  CHECK(sort(keys_apart, values_apart) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(stream.get()) == cudaSuccess);
 }

@@ -136,3 +136,65 @@ TEST_CASE("emulated cuFFT refuses a plan run on a stream of another device", "[e
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   cufftDestroy(plan);
 }
+
+// cuFFT's data layout: in place, the real rows of the basic layout (cufftPlan1d, or null
+// embeds) are padded to 2 * (n/2 + 1) reals, so each row's spectrum fits where it was.
+TEST_CASE("emulated in-place R2C and C2R use real rows padded to 2 * (n/2 + 1)", "[emu][cufft]") {
+  TestStream stream;
+  const int n = 8, rows = 2, padded = 2 * (n / 2 + 1);
+  const auto input = sonata::emu::test::random_floats(size_t(n * rows), 23);
+  std::vector<float> laid_out(size_t(padded * rows), 1e6f);  // the padding must not count
+  for (int r = 0; r < rows; ++r)
+    for (int t = 0; t < n; ++t) laid_out[size_t(r * padded + t)] = input[size_t(r * n + t)];
+  DeviceBuffer data(laid_out.size() * 4);
+  data.upload(laid_out);
+  cufftHandle forward = 0, inverse = 0;
+  REQUIRE(cufftPlan1d(&forward, n, CUFFT_R2C, rows) == CUFFT_SUCCESS);
+  REQUIRE(cufftPlan1d(&inverse, n, CUFFT_C2R, rows) == CUFFT_SUCCESS);
+  REQUIRE(cufftSetStream(forward, stream.get()) == CUFFT_SUCCESS);
+  REQUIRE(cufftSetStream(inverse, stream.get()) == CUFFT_SUCCESS);
+  REQUIRE(cufftExecR2C(forward, data.as<cufftReal>(), data.as<cufftComplex>()) == CUFFT_SUCCESS);
+  REQUIRE(cudaStreamSynchronize(stream.get()) == cudaSuccess);
+  check_against_dft(input, data.download<float>(laid_out.size()), n, rows);
+  // Back in place: n * the input, in the padded rows.
+  REQUIRE(cufftExecC2R(inverse, data.as<cufftComplex>(), data.as<cufftReal>()) == CUFFT_SUCCESS);
+  const auto back = data.download<float>(laid_out.size());
+  for (int r = 0; r < rows; ++r)
+    for (int t = 0; t < n; ++t)
+      CHECK(back[size_t(r * padded + t)] == Approx(n * input[size_t(r * n + t)]).margin(1e-4));
+  REQUIRE(cufftDestroy(forward) == CUFFT_SUCCESS);
+  REQUIRE(cufftDestroy(inverse) == CUFFT_SUCCESS);
+}
+
+// cuFFT does not preserve the input of an out-of-place C2R: a caller that reads its
+// spectrum again after the inverse transform reads garbage on a card, NaN here.
+TEST_CASE("emulated out-of-place C2R overwrites its input", "[emu][cufft]") {
+  TestStream stream;
+  const int n = 8, rows = 2, bins = n / 2 + 1;
+  const auto spectrum = sonata::emu::test::random_floats(size_t(2 * bins * rows), 24);
+  DeviceBuffer in(spectrum.size() * 4), out(size_t(n * rows) * 4);
+  in.upload(spectrum);
+  cufftHandle plan = 0;
+  REQUIRE(cufftPlan1d(&plan, n, CUFFT_C2R, rows) == CUFFT_SUCCESS);
+  REQUIRE(cufftSetStream(plan, stream.get()) == CUFFT_SUCCESS);
+  REQUIRE(cufftExecC2R(plan, in.as<cufftComplex>(), out.as<cufftReal>()) == CUFFT_SUCCESS);
+  REQUIRE(cudaStreamSynchronize(stream.get()) == cudaSuccess);
+  size_t kept = 0;
+  for (const float v : in.download<float>(spectrum.size())) kept += !std::isnan(v);
+  CHECK(kept == 0);
+  // The output is still the inverse DFT of the Hermitian rows it read.
+  const auto real = out.download<float>(size_t(n * rows));
+  for (int r = 0; r < rows; ++r)
+    for (int t = 0; t < n; ++t) {
+      double sum = 0;
+      for (int k = 0; k < n; ++k) {
+        const int stored = k < bins ? k : n - k;
+        const double re = spectrum[size_t(2 * (r * bins + stored))];
+        const double im = (k < bins ? 1 : -1) * spectrum[size_t(2 * (r * bins + stored) + 1)];
+        const double angle = 2.0 * std::numbers::pi * double(k) * double(t) / double(n);
+        sum += re * std::cos(angle) - im * std::sin(angle);
+      }
+      CHECK(real[size_t(r * n + t)] == Approx(sum).margin(1e-4));
+    }
+  REQUIRE(cufftDestroy(plan) == CUFFT_SUCCESS);
+}

@@ -221,6 +221,7 @@ TEST_CASE("emu runtime: a copy from freed memory faults when it runs, copies car
   REQUIRE(cudaMalloc(reinterpret_cast<void**>(&target), 64) == cudaSuccess);
   REQUIRE(cudaMemset(source, 1, 32) == cudaSuccess);  // the first half only
   REQUIRE(cudaMemcpy(target, source, 64, cudaMemcpyDeviceToDevice) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // a device-to-device cudaMemcpy does not wait
   CHECK(check_access(target, 32, AccessKind::read).verdict == AccessVerdict::ok);
   CHECK(check_access(target + 32, 1, AccessKind::read).verdict == AccessVerdict::uninitialised);
 
@@ -237,4 +238,59 @@ TEST_CASE("emu runtime: a copy from freed memory faults when it runs, copies car
   REQUIRE(cudaDeviceReset() == cudaSuccess);
   cudaGetLastError();
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
+}
+
+namespace {
+// A consumer kernel on `stream` that reads the int at `source` into `seen` (host memory).
+void read_on(cudaStream_t stream, const int* source, int* seen) {
+  Work work;
+  work.name = "kernel reader";
+  work.reads.push_back({source, sizeof(int)});
+  work.run = [source, seen] { *seen = *source; };
+  REQUIRE(enqueue(stream, std::move(work)) == cudaSuccess);
+}
+}  // namespace
+
+TEST_CASE("emu runtime: a synchronous cudaMemcpy to the device may land after it returns",
+          "[emu][runtime]") {
+  // "API synchronization behavior": from pageable host memory "the DMA to final destination
+  // may not have completed" when cudaMemcpy returns; device to device "no host-side
+  // synchronization is performed". A non-blocking stream reading the destination without
+  // an event may see the old bytes; a blocking stream is ordered after the copy.
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  int* device = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&device), 3 * sizeof(int)) == cudaSuccess);
+  int* from_host = device;
+  int* from_device = device + 1;
+  int* source = device + 2;
+  REQUIRE(cudaMemset(device, 0, 3 * sizeof(int)) == cudaSuccess);
+  REQUIRE(enqueue(nullptr, test::write_int(source, 5)) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  cudaStream_t non_blocking = nullptr, blocking = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&non_blocking, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreate(&blocking) == cudaSuccess);
+
+  std::vector<int> pageable = {7};
+  REQUIRE(cudaMemcpy(from_host, pageable.data(), sizeof(int), cudaMemcpyHostToDevice) ==
+          cudaSuccess);
+  pageable[0] = 9;  // staged at the call: the host buffer is free again
+  REQUIRE(cudaMemcpy(from_device, source, sizeof(int), cudaMemcpyDeviceToDevice) == cudaSuccess);
+  int early_host = -1, early_device = -1, ordered_host = -1, ordered_device = -1;
+  read_on(non_blocking, from_host, &early_host);
+  read_on(non_blocking, from_device, &early_device);
+  read_on(blocking, from_host, &ordered_host);
+  read_on(blocking, from_device, &ordered_device);
+  REQUIRE(cudaStreamSynchronize(non_blocking) == cudaSuccess);
+  CHECK(early_host == 0);
+  CHECK(early_device == 0);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(ordered_host == 7);
+  CHECK(ordered_device == 5);
+  int back[2] = {0, 0};
+  REQUIRE(cudaMemcpy(back, device, sizeof back, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(back[0] == 7);
+  CHECK(back[1] == 5);
+  REQUIRE(cudaStreamDestroy(non_blocking) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(blocking) == cudaSuccess);
+  REQUIRE(cudaFree(device) == cudaSuccess);
 }

@@ -88,6 +88,44 @@ TEST_CASE("emu runtime: a query makes bounded progress, so a polling loop ends",
   REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }
 
+TEST_CASE("emu runtime: a query of pending work answers cudaErrorNotReady before success",
+          "[emu][runtime]") {
+  // On a card, work still pending when a query is asked (right after a long kernel) is
+  // cudaErrorNotReady; a query that finished short work itself and answered success at once
+  // would never run a caller's NotReady branch.
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+  int counter = 0;
+  cudaEvent_t start, done;
+  REQUIRE(cudaEventCreate(&start) == cudaSuccess);
+  REQUIRE(cudaEventCreate(&done) == cudaSuccess);
+  REQUIRE(cudaEventRecord(start, stream) == cudaSuccess);
+  REQUIRE(enqueue(stream, count_work(&counter)) == cudaSuccess);
+  REQUIRE(cudaEventRecord(done, stream) == cudaSuccess);
+  float ms = -1.0f;
+  CHECK(cudaEventElapsedTime(&ms, start, done) == cudaErrorNotReady);
+  cudaGetLastError();
+  CHECK(cudaEventQuery(done) == cudaErrorNotReady);
+  cudaGetLastError();
+  int polls = 0;
+  while (cudaEventQuery(done) == cudaErrorNotReady && polls < 10) ++polls, cudaGetLastError();
+  CHECK(cudaEventQuery(done) == cudaSuccess);
+  CHECK(counter == 1);
+  CHECK(cudaEventElapsedTime(&ms, start, done) == cudaSuccess);
+
+  REQUIRE(enqueue(stream, count_work(&counter)) == cudaSuccess);
+  CHECK(cudaStreamQuery(stream) == cudaErrorNotReady);
+  cudaGetLastError();
+  polls = 0;
+  while (cudaStreamQuery(stream) == cudaErrorNotReady && polls < 10) ++polls, cudaGetLastError();
+  CHECK(cudaStreamQuery(stream) == cudaSuccess);
+  CHECK(counter == 2);
+  REQUIRE(cudaEventDestroy(start) == cudaSuccess);
+  REQUIRE(cudaEventDestroy(done) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}
+
 TEST_CASE("emu runtime: stream priorities are clamped to the device's range", "[emu][runtime]") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   cudaStream_t high = nullptr, low = nullptr;
