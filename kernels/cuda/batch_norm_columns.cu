@@ -56,6 +56,33 @@ __device__ __forceinline__ int64_t run_begin(int64_t rows, int64_t run, int spli
   return rows * run / splits;
 }
 
+// values[first, first + V), or `fallback` for a null array, in 16-byte packs where the
+// address allows (neighbouring lanes then read whole sectors; a load per channel would read 4
+// or 8 bytes of each lane's sector).
+template <int V, typename A>
+__device__ __forceinline__ void load_params(const A* values, int64_t first, A fallback,
+                                            A (&out)[V]) {
+  constexpr int kPerPack = int(16 / sizeof(A));
+  if (!values) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) out[k] = fallback;
+    return;
+  }
+  if constexpr (V % kPerPack == 0) {
+    if (reinterpret_cast<uintptr_t>(values + first) % 16 == 0) {
+#pragma unroll
+      for (int j = 0; j < V / kPerPack; ++j) {
+        const Pack<A, kPerPack> pack = load_pack<kPerPack>(values + first, j);
+#pragma unroll
+        for (int k = 0; k < kPerPack; ++k) out[j * kPerPack + k] = pack.v[k];
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < V; ++k) out[k] = values[first + k];
+}
+
 // ---------------------------------------------------------------------------------------
 // Forward statistics
 
@@ -121,8 +148,7 @@ __global__ void __launch_bounds__(kColumnThreads)
     Sums<A, 2 * V> sums{};  // sum dy in v[0, V), sum dy * (x - mean) in v[V, 2V)
     if (valid) {
       A mu[V];
-#pragma unroll
-      for (int k = 0; k < V; ++k) mu[k] = mean[vector * V + k];
+      load_params<V>(mean, vector * V, A(0), mu);
       for (int64_t row = begin + threadIdx.y; row < end; row += blockDim.y) {
         const int64_t at = row * vectors + vector;
         // This kernel writes only `partial`: the read-only path is allowed.
@@ -154,11 +180,6 @@ __global__ void __launch_bounds__(kColumnThreads)
 // Elementwise passes: grid (row blocks, channel tiles), each thread one channel vector over
 // rows blockIdx.x * ty + threadIdx.y, stepping by gridDim.x * ty.
 
-template <typename A>
-__device__ __forceinline__ A param(const A* values, int64_t c, A fallback) {
-  return values ? values[c] : fallback;
-}
-
 template <typename T, int V>
 __global__ void __launch_bounds__(kColumnThreads)
     apply_kernel(const T* x, const float_compute_t<T>* mean, const float_compute_t<T>* invstd,
@@ -169,14 +190,13 @@ __global__ void __launch_bounds__(kColumnThreads)
   for (int64_t tile = blockIdx.y; tile * blockDim.x < vectors; tile += gridDim.y) {
     const int64_t vector = tile * blockDim.x + threadIdx.x;
     if (vector >= vectors) break;  // no barriers here: idle lanes may leave
-    A mu[V], scale[V], shift[V];
+    A mu[V], scale[V], shift[V], gamma[V];
+    load_params<V>(mean, vector * V, A(0), mu);
+    load_params<V>(invstd, vector * V, A(0), scale);
+    load_params<V>(weight, vector * V, A(1), gamma);
+    load_params<V>(bias, vector * V, A(0), shift);
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const int64_t c = vector * V + k;
-      mu[k] = mean[c];
-      scale[k] = invstd[c] * param(weight, c, A(1));
-      shift[k] = param(bias, c, A(0));
-    }
+    for (int k = 0; k < V; ++k) scale[k] *= gamma[k];
     for (int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; row < rows;
          row += row_step) {
       const int64_t at = row * vectors + vector;
@@ -206,14 +226,16 @@ __global__ void __launch_bounds__(kColumnThreads)
     const int64_t vector = tile * blockDim.x + threadIdx.x;
     if (vector >= vectors) break;  // no barriers here: idle lanes may leave
     A mu[V], inv[V], scale[V], mean_dy[V], mean_dy_xhat[V];
+    load_params<V>(mean, vector * V, A(0), mu);
+    load_params<V>(invstd, vector * V, A(0), inv);
+    load_params<V>(weight, vector * V, A(1), scale);
+    load_params<V>(sum_dy, vector * V, A(0), mean_dy);
+    load_params<V>(sum_dy ? sum_dy_xhat : nullptr, vector * V, A(0), mean_dy_xhat);
 #pragma unroll
     for (int k = 0; k < V; ++k) {
-      const int64_t c = vector * V + k;
-      mu[k] = mean[c];
-      inv[k] = invstd[c];
-      scale[k] = inv[k] * param(weight, c, A(1));
-      mean_dy[k] = sum_dy ? sum_dy[c] / count : A(0);
-      mean_dy_xhat[k] = sum_dy ? sum_dy_xhat[c] / count : A(0);
+      scale[k] *= inv[k];
+      mean_dy[k] /= count;
+      mean_dy_xhat[k] /= count;
     }
     for (int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; row < rows;
          row += row_step) {
