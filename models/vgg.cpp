@@ -6,6 +6,7 @@
 #include "engine/ops/memory_format.h"
 #include "models/layers/batch_norm.h"
 #include "models/layers/conv2d.h"
+#include "models/layers/conv_batch_norm.h"
 #include "models/layers/init.h"
 #include "models/layers/linear.h"
 #include "models/layers/simple.h"
@@ -108,6 +109,8 @@ LayerSequence Vgg::make_layers() {
                      shape_str(x.shape()));
         if (options_.channels_last) x = to_channels_last(x);
       }
+      if (auto* conv = block ? dynamic_cast<Conv2d*>(first) : nullptr)
+        return LayerValue{conv_batch_norm_relu(*conv, *bn, x), in.lengths};
       x = first->forward(x);
       if (block) x = bn->forward_relu(x);
       return LayerValue{x, in.lengths};

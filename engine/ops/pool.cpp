@@ -10,6 +10,7 @@
 #include "kernels/common/conv_shape.h"
 #include "kernels/cpu/pool.h"
 #if SONATA_WITH_CUDA
+#include "engine/ops/pool_channels_last.h"
 #include "kernels/cuda/pool.h"
 #endif
 
@@ -83,13 +84,15 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, std::array<int64_t, 2> ker
                " is smaller than the dilated kernel ", pair_str(kernel_size), " with padding ",
                pair_str(padding), " (output would be ", s.h_out, "x", s.w_out, ")");
 
-  // The pooling kernels are NCHW only: channels-last input pools through a converted copy
-  // and is converted back, so that the layout flows on. (A channels-last kernel would save
-  // the two copies; unmeasured.)
+#if SONATA_WITH_CUDA
+  if (prefers_channels_last(x) && x.device().is_cuda()) return max_pool2d_channels_last(x, s);
+#endif
+  // The CPU kernels are NCHW only: channels-last input pools through a converted copy and is
+  // converted back, so that the layout flows on.
   if (prefers_channels_last(x)) {
     auto [pooled, where] =
         max_pool2d(to_contiguous_nchw(x), kernel_size, stride, padding, dilation, ceil_mode);
-    return {to_channels_last(pooled), where};
+    return {to_channels_last(pooled), to_channels_last(where)};
   }
   const Tensor in = x.contiguous();
   Tensor out = empty(pooled_shape(x, s.h_out, s.w_out), x.options());
@@ -116,7 +119,11 @@ Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size) 
                pair_str(output_size), " must be positive");
   s.h_out = output_size[0];
   s.w_out = output_size[1];
-  if (prefers_channels_last(x))  // NCHW kernels, as max_pool2d
+#if SONATA_WITH_CUDA
+  if (prefers_channels_last(x) && x.device().is_cuda())
+    return adaptive_avg_pool2d_channels_last(x, s);
+#endif
+  if (prefers_channels_last(x))  // NCHW kernels on the CPU, as max_pool2d
     return to_channels_last(adaptive_avg_pool2d(to_contiguous_nchw(x), output_size));
   const Tensor in = x.contiguous();
   Tensor out = empty(pooled_shape(x, s.h_out, s.w_out), x.options());

@@ -2,9 +2,9 @@
 // (splits x channels) blocks, so that a few wide channels (VGG's first layers: 64 channels of
 // 64 x 224 x 224) still fill the GPU, then merged by a small finalize kernel, one warp per
 // channel, in a fixed order (deterministic results). [rows, channels] inputs (BatchNorm1d,
-// channels-last) are reduced by columns instead, 32 neighbouring channels per block, so that
-// loads stay coalesced (kernels/common/batch_norm_split.h has the plan). The elementwise passes
-// walk the tensor in 16- or 8-byte packs when every pointer is aligned and rows are whole packs.
+// channels-last) go to kernels/cuda/batch_norm_columns.cu instead, vectorised along the
+// channels (kernels/common/batch_norm_split.h has the split plan). The plane passes walk the
+// tensor in 16- or 8-byte packs when every pointer is aligned and planes are whole packs.
 #include "kernels/cuda/batch_norm.h"
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 
 #include "base/nvtx.h"
 #include "kernels/common/batch_norm_split.h"
+#include "kernels/cuda/batch_norm_columns.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace sonata::kernels::cuda {
@@ -20,9 +21,6 @@ namespace {
 constexpr int kReduceThreads = 256;
 constexpr int kReduceWarps = kReduceThreads / kWarpSize;
 constexpr unsigned kMaxGridY = 65535;
-// Rows of a column block (kernels/common/batch_norm_split.h): 32 channels x 8 rows of threads.
-constexpr int kColumnRows = kReduceThreads / kWarpSize;
-static_assert(kBatchNormChannelTile == kWarpSize, "a column block spans one warp of channels");
 
 int reduce_splits(int64_t batch, int64_t channels, int64_t spatial) {
   return int(batch_norm_reduce_splits(batch, channels, spatial));
@@ -130,29 +128,6 @@ __device__ State block_merge(State s) {
   return s;
 }
 
-// Column blocks (32 channels x kColumnRows rows of threads): thread (x, 0) ends with the merge
-// of column x over the rows, in row order. Called by every thread the same number of times.
-template <typename State>
-__device__ State column_merge(State s) {
-  __shared__ State rows[kColumnRows][kWarpSize];
-  rows[threadIdx.y][threadIdx.x] = s;
-  __syncthreads();
-  if (threadIdx.y == 0)
-    for (int y = 1; y < kColumnRows; ++y) s = combine(s, rows[y][threadIdx.x]);
-  __syncthreads();  // rows is reused by the next tile
-  return s;
-}
-
-// Run blockIdx.x of `splits` of a [rows, channels] block: rows [begin, end).
-__device__ __forceinline__ int64_t run_begin(int64_t rows, int64_t run, int splits) {
-  return rows * run / splits;
-}
-
-dim3 column_grid(int splits, int64_t channels) {
-  const int64_t tiles = (channels + kWarpSize - 1) / kWarpSize;
-  return dim3(unsigned(splits), unsigned(std::min<int64_t>(tiles, kMaxGridY)));
-}
-
 // Block (blockIdx.x of `splits`) of channel c visits a contiguous run of its packs:
 // visit(pack_index) with the pack's index into the whole tensor in units of V elements.
 template <int V, typename Visit>
@@ -195,33 +170,6 @@ __global__ void __launch_bounds__(kReduceThreads)
     });
     state = block_merge(state);
     if (threadIdx.x == 0) {
-      const int64_t slot = c * splits + blockIdx.x;
-      partial[slot] = state.count;
-      partial[slots + slot] = state.mean;
-      partial[2 * slots + slot] = state.m2;
-    }
-  }
-}
-
-// The same partials for [rows, channels] (spatial == 1): each warp reads 32 consecutive
-// channels of one row, where the plane kernel would read one element per 32-byte sector.
-template <typename T>
-__global__ void __launch_bounds__(kReduceThreads)
-    statistics_columns_kernel(const T* x, int64_t rows, int64_t channels, int splits,
-                              float_compute_t<T>* partial) {
-  using A = float_compute_t<T>;
-  const int64_t slots = channels * splits;
-  const int64_t begin = run_begin(rows, blockIdx.x, splits);
-  const int64_t end = run_begin(rows, blockIdx.x + 1, splits);
-  for (int64_t tile = blockIdx.y; tile * kWarpSize < channels; tile += gridDim.y) {
-    const int64_t c = tile * kWarpSize + threadIdx.x;
-    const bool valid = c < channels;
-    Welford<A> state{};
-    if (valid)
-      for (int64_t row = begin + threadIdx.y; row < end; row += kColumnRows)
-        state = combine(state, Welford<A>{A(1), A(load(x[row * channels + c])), A(0)});
-    state = column_merge(state);
-    if (valid && threadIdx.y == 0) {
       const int64_t slot = c * splits + blockIdx.x;
       partial[slot] = state.count;
       partial[slots + slot] = state.mean;
@@ -347,39 +295,6 @@ __global__ void __launch_bounds__(kReduceThreads)
   }
 }
 
-// The backward partials for [rows, channels] (spatial == 1), read as statistics_columns_kernel
-// reads.
-template <typename T>
-__global__ void __launch_bounds__(kReduceThreads)
-    backward_columns_kernel(const T* grad_y, const T* x, const T* relu_output,
-                            const float_compute_t<T>* mean, int64_t rows, int64_t channels,
-                            int splits, float_compute_t<T>* partial) {
-  using A = float_compute_t<T>;
-  const int64_t slots = channels * splits;
-  const int64_t begin = run_begin(rows, blockIdx.x, splits);
-  const int64_t end = run_begin(rows, blockIdx.x + 1, splits);
-  for (int64_t tile = blockIdx.y; tile * kWarpSize < channels; tile += gridDim.y) {
-    const int64_t c = tile * kWarpSize + threadIdx.x;
-    const bool valid = c < channels;
-    GradSums<A> sums{};
-    if (valid) {
-      const A mu = mean[c];
-      for (int64_t row = begin + threadIdx.y; row < end; row += kColumnRows) {
-        const int64_t at = row * channels + c;
-        const bool masked = relu_output && !(A(load(relu_output[at])) > A(0));
-        const A dy = masked ? A(0) : A(load(grad_y[at]));
-        sums.dy += dy;
-        sums.dy_centered += dy * (A(load(x[at])) - mu);
-      }
-    }
-    sums = column_merge(sums);
-    if (valid && threadIdx.y == 0) {
-      partial[c * splits + blockIdx.x] = sums.dy;
-      partial[slots + c * splits + blockIdx.x] = sums.dy_centered;
-    }
-  }
-}
-
 template <typename A>
 __global__ void __launch_bounds__(kBlockSize)
     backward_finalize_kernel(int64_t channels, int splits, const A* partial, const A* invstd,
@@ -420,10 +335,7 @@ void batch_norm_statistics(DType dtype, const void* x, int64_t batch, int64_t ch
     using A = float_compute_t<T>;
     A* partial = static_cast<A*>(workspace);
     if (batch_norm_by_columns(spatial)) {
-      launch(statistics_columns_kernel<T>, column_grid(splits, channels),
-             dim3(kWarpSize, kColumnRows), 0, stream, static_cast<const T*>(x), batch, channels,
-             splits, partial);
-      CUDA_CHECK_LAUNCH();
+      batch_norm_columns_statistics(dtype, x, batch, channels, splits, partial, stream);
     } else {
       with_pack_width<T>(spatial, {x}, [&]<int V>() {
         launch(statistics_partial_kernel<T, V>, reduce_grid(splits, channels), kReduceThreads, 0,
@@ -442,6 +354,9 @@ void batch_norm_apply(DType dtype, const void* x, const void* mean, const void* 
                       const void* weight, const void* bias, int64_t batch, int64_t channels,
                       int64_t spatial, bool relu, void* y, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::batch_norm_apply");
+  if (batch_norm_by_columns(spatial))
+    return batch_norm_columns_apply(dtype, x, mean, invstd, weight, bias, batch, channels, relu, y,
+                                    stream);
   dispatch_f16_bf16_f32_f64(dtype, "batch_norm_apply", [&]<typename T>() {
     using A = float_compute_t<T>;
     with_pack_width<T>(spatial, {x, y}, [&]<int V>() {
@@ -465,11 +380,8 @@ void batch_norm_backward_reduce(DType dtype, const void* grad_y, const void* x,
     using A = float_compute_t<T>;
     A* partial = static_cast<A*>(workspace);
     if (batch_norm_by_columns(spatial)) {
-      launch(backward_columns_kernel<T>, column_grid(splits, channels),
-             dim3(kWarpSize, kColumnRows), 0, stream, static_cast<const T*>(grad_y),
-             static_cast<const T*>(x), static_cast<const T*>(relu_output),
-             static_cast<const A*>(mean), batch, channels, splits, partial);
-      CUDA_CHECK_LAUNCH();
+      batch_norm_columns_backward_sums(dtype, grad_y, x, relu_output, mean, batch, channels, splits,
+                                       partial, stream);
     } else {
       with_pack_width<T>(spatial, {grad_y, x, relu_output}, [&]<int V>() {
         launch(backward_partial_kernel<T, V>, reduce_grid(splits, channels), kReduceThreads, 0,
@@ -492,6 +404,9 @@ void batch_norm_backward_input(DType dtype, const void* grad_y, const void* x,
                                int64_t batch, int64_t channels, int64_t spatial, void* grad_x,
                                cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::batch_norm_backward_input");
+  if (batch_norm_by_columns(spatial))
+    return batch_norm_columns_backward_input(dtype, grad_y, x, relu_output, mean, invstd, weight,
+                                             sum_dy, sum_dy_xhat, batch, channels, grad_x, stream);
   dispatch_f16_bf16_f32_f64(dtype, "batch_norm_backward_input", [&]<typename T>() {
     using A = float_compute_t<T>;
     with_pack_width<T>(spatial, {grad_y, x, relu_output, grad_x}, [&]<int V>() {

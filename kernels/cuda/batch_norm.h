@@ -19,8 +19,9 @@ namespace sonata::kernels::cuda {
 int64_t batch_norm_workspace_size(int64_t batch, int64_t channels, int64_t spatial,
                                   cudaStream_t stream);
 
-// Per-channel mean and invstd = 1 / sqrt(biased variance + eps) (one-pass Welford with
-// Chan's merge); running stats (if not null) updated with the unbiased variance.
+// Per-channel mean and invstd = 1 / sqrt(biased variance + eps) (planes: one-pass Welford with
+// Chan's merge; columns: sums shifted by a value of the channel per thread, one Chan merge per
+// block, batch_norm_columns.cu); running stats (if not null) updated with the unbiased variance.
 void batch_norm_statistics(DType dtype, const void* x, int64_t batch, int64_t channels,
                            int64_t spatial, double eps, double momentum, void* running_mean,
                            void* running_var, void* mean, void* invstd, void* workspace,

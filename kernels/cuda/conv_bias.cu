@@ -3,7 +3,10 @@
 // types cudnnAddTensor / cudnnConvolutionBackwardBias accept. The gradient runs on the line
 // reductions of lines.cuh: coalesced in both layouts, spread over the SMs, deterministic.
 
+#include <algorithm>
+
 #include "base/nvtx.h"
+#include "kernels/cuda/channel_vectors.cuh"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/lines.cuh"
@@ -12,12 +15,45 @@
 namespace sonata::kernels::cuda {
 namespace {
 
-template <typename T>
-__global__ void add_channel_bias_kernel(int64_t count, T* y, const T* bias, int64_t channels,
-                                        int64_t plane) {
-  for (int64_t i = thread_index(); i < count; i += thread_count()) {
-    const int64_t c = (i / plane) % channels;
-    y[i] = store<T>(load(y[i]) + load(bias[c]));
+// NCHW: grid (pack blocks, planes), each thread adds its plane's bias to packs of V along the
+// plane; the plane's channel is worked out once per plane, not per element.
+template <typename T, int V>
+__global__ void __launch_bounds__(kBlockSize)
+    add_plane_bias_kernel(T* y, const T* bias, int64_t planes, int64_t channels,
+                          int64_t packs_per_plane) {
+  using C = compute_t<T>;
+  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    const C b = load(bias[plane % channels]);
+    T* row = y + plane * packs_per_plane * V;
+    for (int64_t q = thread_index(); q < packs_per_plane; q += thread_count()) {
+      Pack<T, V> pack = load_pack<V>(row, q);
+#pragma unroll
+      for (int k = 0; k < V; ++k) pack.v[k] = store<T>(load(pack.v[k]) + b);
+      store_pack<V>(row, q, pack);
+    }
+  }
+}
+
+// Channels-last [rows, channels]: each thread one vector of V channels (its biases loaded
+// once) over rows (kernels/cuda/channel_vectors.cuh).
+template <typename T, int V>
+__global__ void __launch_bounds__(kChannelVectorThreads)
+    add_column_bias_kernel(T* y, const T* bias, int64_t rows, int64_t vectors) {
+  using C = compute_t<T>;
+  const int64_t step = int64_t(gridDim.x) * blockDim.y;
+  for (int64_t tile = blockIdx.y; tile * blockDim.x < vectors; tile += gridDim.y) {
+    const int64_t vector = tile * blockDim.x + threadIdx.x;
+    if (vector >= vectors) return;  // no barriers here: idle lanes may leave
+    const Pack<T, V> bias_pack = load_pack<V>(bias, vector);
+    C b[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) b[k] = load(bias_pack.v[k]);
+    for (int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; row < rows; row += step) {
+      Pack<T, V> pack = load_pack<V>(y, row * vectors + vector);
+#pragma unroll
+      for (int k = 0; k < V; ++k) pack.v[k] = store<T>(load(pack.v[k]) + b[k]);
+      store_pack<V>(y, row * vectors + vector, pack);
+    }
   }
 }
 
@@ -40,10 +76,32 @@ struct LineSum {
 void add_channel_bias(DType dtype, void* y, const void* bias, int64_t n, int64_t channels,
                       int64_t plane, cudaStream_t stream) {
   SONATA_NVTX_RANGE("sonata::cuda::add_channel_bias");
+  if (n <= 0 || channels <= 0 || plane <= 0) return;
   dispatch_f16_bf16_f32_f64(dtype, "add_channel_bias", [&]<typename T>() {
-    linear_kernel(add_channel_bias_kernel<T>, 0, stream, n * channels * plane, static_cast<T*>(y),
-                  static_cast<const T*>(bias), channels, plane);
-    CUDA_CHECK_LAUNCH();
+    T* out = static_cast<T*>(y);
+    const T* b = static_cast<const T*>(bias);
+    if (plane == 1) {
+      with_channel_width<T>(channels, {y, bias}, [&]<int V>() {
+        const ChannelVectorBlocks blocks = channel_vector_blocks(channels / V);
+        launch(add_column_bias_kernel<T, V>, blocks.pass_grid(n), blocks.block(), 0, stream, out, b,
+               n, channels / V);
+        CUDA_CHECK_LAUNCH();
+      });
+      return;
+    }
+    // Packs along each plane when planes are whole packs (with_channel_width's rule, on the
+    // plane's length); about kChannelVectorBlocks blocks in all.
+    with_channel_width<T>(plane, {y}, [&]<int V>() {
+      const int64_t planes = n * channels, packs = plane / V;
+      const unsigned per_plane = unsigned(std::clamp<int64_t>(
+          std::min<int64_t>(blocks_for(packs),
+                            kChannelVectorBlocks / std::min<int64_t>(planes, 65535)),
+          1, kMaxBlocks));
+      launch(add_plane_bias_kernel<T, V>,
+             dim3(per_plane, unsigned(std::min<int64_t>(planes, 65535))), dim3(kBlockSize), 0,
+             stream, out, b, planes, channels, packs);
+      CUDA_CHECK_LAUNCH();
+    });
   });
 }
 

@@ -1,7 +1,9 @@
 #include "models/layers/batch_norm.h"
 
+#include "base/error.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
+#include "engine/ops/zero_gradient.h"
 
 namespace sonata {
 
@@ -41,6 +43,18 @@ Tensor BatchNorm::forward_relu(const Tensor& x) {
   const BatchNormOptions options = options_for_step();
   return batch_norm_relu(x, weight_, bias_, running_mean_, running_var_, options,
                          options.training ? stats_reducer_ : nullptr);
+}
+
+Tensor BatchNorm::forward_relu_without_bias(const Tensor& x, const Tensor& bias) {
+  SONATA_CHECK(uses_batch_statistics(),
+               "BatchNorm: a left-out bias cancels only under batch statistics, not in eval mode");
+  Tensor out = forward_relu(pass_with_zero_gradient(x, bias));
+  if (running_mean_.defined()) {
+    // (1 - m) * running + m * (mean + bias): the update above added the first two terms.
+    NoGradGuard no_grad;
+    running_mean_.add_(bias.detach().to(running_mean_.dtype()), momentum_);
+  }
+  return out;
 }
 
 int64_t set_batch_norm_stats_reducer(Module& module,

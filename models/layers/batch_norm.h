@@ -16,6 +16,13 @@ class BatchNorm : public Module {
   Tensor forward(const Tensor& x) override;
   // relu(forward(x)) in one fused pass.
   Tensor forward_relu(const Tensor& x);
+  // Whether forward normalises by the batch's statistics (training, or no running stats).
+  bool uses_batch_statistics() const { return is_training() || !running_mean_.defined(); }
+  // forward_relu(x + bias) for a per-channel bias the caller left out, since the batch mean
+  // removes it exactly (a convolution's bias, models/layers/conv_batch_norm.h): the output is
+  // forward_relu(x)'s, the running mean gets the bias back (the mean it would have seen), and
+  // `bias` gets an exact zero gradient. Only where uses_batch_statistics().
+  Tensor forward_relu_without_bias(const Tensor& x, const Tensor& bias);
   // Training statistics over every process (SyncBatchNorm); null (the default): this one's.
   void set_stats_reducer(std::shared_ptr<BatchNormStatsReducer> reducer) {
     stats_reducer_ = std::move(reducer);

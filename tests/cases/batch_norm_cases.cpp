@@ -15,6 +15,9 @@ const std::vector<BatchNormCase>& batch_norm_cases() {
       {"VGG's last planes: 8-byte packs for f16 / bf16", {4, 8, 14, 14}, true},
       {"3-D, scalar path", {4, 6, 33}},
       {"65536 values per channel: split over several blocks", {16, 2, 64, 64}, true},
+      {"columns in 16-byte packs, split over 2 runs", {1024, 64}, true},
+      {"columns in 8-byte packs for f16 / bf16, 16-byte for f32", {24, 12}},
+      {"40 channels: 5 or 10 packs a row (channels-last)", {2, 40, 12, 12}, true},
   };
   return cases;
 }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -86,19 +87,19 @@ TEST_CASE("cuda batch_norm with f32 parameters beside half activations", "[cuda]
 }
 
 TEST_CASE("batch_norm on channels-last input matches the CPU", "[cuda][batch_norm][layout]") {
-  // Channels-last reaches the kernels as [N * H * W, C, 1]: the column reductions, split
-  // for the larger two (and a partial channel tile for 40 channels).
-  const std::vector<Shape> shapes = {
-      {4, 3, 5, 7}, {8, 16, 8, 8}, {16, 32, 16, 16}, {2, 40, 48, 48}};
+  // Channels-last reaches the kernels as [N * H * W, C, 1]: the column kernels, with channel
+  // vectors of 16 or 8 bytes or single elements by C, split over runs for the larger cases.
   uint64_t seed = 2000;
-  for (const Shape& shape : shapes) {
+  for (const BatchNormCase& test : batch_norm_cases()) {
+    const Shape& shape = test.x;
+    if (shape.size() != 4) continue;
     const int64_t c = shape[1];
     const Tensor x = parity_input(shape, ++seed, -1, 3);
     const Tensor w = parity_input({c}, ++seed, 0.5, 1.5), b = parity_input({c}, ++seed);
     const Tensor rm = parity_input({c}, ++seed, -0.5, 0.5, false);
     const Tensor rv = parity_input({c}, ++seed, 0.5, 2, false);
     for (bool training : {true, false}) {
-      INFO("shape " << shape_str(shape) << " training " << training);
+      INFO(test.name << ": shape " << shape_str(shape) << " training " << training);
       const BatchNormOptions options{training, 0.1, 1e-5};
       require_parity(
           [&](const std::vector<Tensor>& in) {
@@ -110,6 +111,46 @@ TEST_CASE("batch_norm on channels-last input matches the CPU", "[cuda][batch_nor
           {x, w, b, rm, rv});
     }
   }
+}
+
+TEST_CASE("cuda batch_norm columns through a misaligned view match the CPU", "[cuda][batch_norm]") {
+  // [rows, 64] one element into its storage: contiguous, 64 channels make whole 16-byte packs,
+  // but the pointer is not aligned to one, so the kernels take single elements.
+  const Shape shape{96, 64};
+  const int64_t numel = shape_numel(shape);
+  const Tensor storage = parity_input({1 + numel}, 2101, -1, 3);
+  const Tensor w = parity_input({64}, 2102, 0.5, 1.5), b = parity_input({64}, 2103);
+  require_parity(
+      [&](const std::vector<Tensor>& in) {
+        const Tensor view = in[0].slice(0, 1, 1 + numel).view(shape);
+        REQUIRE(view.is_contiguous());
+        if (!view.device().is_cpu())
+          REQUIRE(reinterpret_cast<uintptr_t>(view.data_ptr()) % 16 != 0);
+        return batch_norm_relu(view, in[1], in[2], Tensor(), Tensor());
+      },
+      {storage, w, b});
+}
+
+TEST_CASE("cuda batch_norm statistics of columns far from zero match the CPU",
+          "[cuda][batch_norm]") {
+  // Channels with means of 1e3 and 1e4 and a spread of about 1: sums of squares about zero
+  // would lose every digit of the variance in float; sums shifted by a value of the channel
+  // keep them. Eval-mode statistics are not involved: the output is normalised by the batch's.
+  const int64_t rows = 512, channels = 8;
+  std::vector<double> values(size_t(rows * channels));
+  const Tensor noise = parity_input({rows, channels}, 2201, -1, 1, false).to(DType::f64);
+  const std::vector<double> spread = noise.to_vector<double>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < channels; ++c)
+      values[size_t(r * channels + c)] = (c % 2 ? 1e4 : 1e3) + spread[size_t(r * channels + c)];
+  const Tensor x = from_vector(values, {rows, channels}, TensorOptions{}.with(DType::f64));
+  const Tensor on_cpu = batch_norm(x.to(DType::f32), Tensor(), Tensor(), Tensor(), Tensor());
+  const Tensor on_cuda =
+      batch_norm(x.to(DType::f32).to(Device::cuda()), Tensor(), Tensor(), Tensor(), Tensor());
+  const ParityResult result =
+      compare_tensors(on_cuda.to(Device::cpu()), on_cpu, parity_tolerance(DType::f32), "y");
+  INFO(result.report);
+  CHECK(result.ok);
 }
 
 TEST_CASE("cuda batch_norm + ReLU keeps NaN like the CPU", "[cuda][batch_norm]") {

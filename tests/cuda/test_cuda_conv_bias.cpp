@@ -1,6 +1,7 @@
-// conv2d's bias gradient on CUDA (kernels/cuda/conv_bias.cu) against the CPU, in the shapes
-// that take each path of the line reductions: channels-last column sums split along the rows,
-// NCHW planes split (few long planes), many small planes, and a tall [n, channels] second pass.
+// conv2d's bias on CUDA (kernels/cuda/conv_bias.cu) against the CPU, in the shapes that take
+// each path of the gradient's line reductions (channels-last column sums split along the rows,
+// NCHW planes split (few long planes), many small planes, a tall [n, channels] second pass) and
+// of the bias add (channel vectors or planes in packs, or single elements).
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -26,6 +27,8 @@ TEST_CASE("conv2d bias gradient matches the CPU on every reduction path", "[cuda
       {"NCHW, two 250 x 250 planes (split rows)", {1, 1, 250, 250}, 2, false},
       {"NCHW, 64 x 4 planes of 25 (warp rows)", {64, 2, 5, 5}, 4, false},
       {"NCHW, 2000 samples of 3 channels (split columns)", {2000, 1, 2, 2}, 3, false},
+      {"channels-last, 16 channels: bias added in 16-byte packs", {2, 3, 9, 7}, 16, true},
+      {"NCHW, planes of 64: bias added in 16-byte packs", {3, 2, 8, 8}, 8, false},
   };
   uint64_t seed = 2900;
   for (const Case& c : cases) {

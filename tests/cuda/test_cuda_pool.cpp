@@ -1,11 +1,12 @@
 // max_pool2d and adaptive_avg_pool2d on CUDA against the CPU reference in f32, f16 and bf16:
-// values, indices and gradients.
+// values, indices and gradients, from NCHW and channels-last input.
 #include <catch2/catch.hpp>
 
 #include <array>
 #include <limits>
 #include <vector>
 
+#include "engine/ops/memory_format.h"
 #include "engine/ops/pool.h"
 #include "tests/cases/pool_cases.h"
 #include "tests/cuda/parity_util.h"
@@ -90,5 +91,41 @@ TEST_CASE("max_pool2d on CUDA: a window wholly in the padding holds -inf and ind
     sum(y).backward();
     CHECK(xc.grad().to(Device::cpu()).to(DType::f32).to_vector<float>() ==
           std::vector<float>(3, 0.0f));
+  }
+}
+
+TEST_CASE("max_pool2d on channels-last input matches the CPU", "[cuda][pool][layout]") {
+  // The CUDA kernels read channels-last directly (channel vectors of 16 or 8 bytes or single
+  // elements by C); the CPU pools through NCHW copies. Output and indices stay channels-last.
+  uint64_t seed = 1200;
+  for (const MaxPoolCase& c : max_pool_cases()) {
+    if (c.x.size() != 4) continue;
+    INFO(c.name);
+    const Tensor x = parity_input(c.x, ++seed);
+    for (bool values : {true, false})
+      require_parity(
+          [&](const std::vector<Tensor>& in) {
+            const auto [y, where] = max_pool2d(to_channels_last(in[0]), c.kernel, c.stride,
+                                               c.padding, c.dilation, c.ceil_mode);
+            REQUIRE(is_channels_last(y));
+            REQUIRE(is_channels_last(where));
+            return values ? y : where;
+          },
+          {x}, values);
+  }
+}
+
+TEST_CASE("adaptive_avg_pool2d on channels-last input matches the CPU", "[cuda][pool][layout]") {
+  uint64_t seed = 1300;
+  for (const auto& [shape, out] : adaptive_avg_pool_cases()) {
+    if (shape.size() != 4) continue;
+    INFO(shape_str(shape) << " -> " << out[0] << "x" << out[1]);
+    require_parity(
+        [&](const std::vector<Tensor>& in) {
+          const Tensor y = adaptive_avg_pool2d(to_channels_last(in[0]), out);
+          REQUIRE(is_channels_last(y));
+          return y;
+        },
+        {parity_input(shape, ++seed)});
   }
 }
