@@ -105,7 +105,8 @@ TEST_CASE(
   ProcessGroup& group = comm_group();
   if (group.world_size() > 1) return;  // the command alone; the ranks' agreement is above
   const std::string folder = job_folder("stop_signal_command");
-  const std::string manifest = sonata::testing::write_letters_corpus(folder, "train", 8, 5);
+  const std::string manifest =
+      sonata::testing::write_letters_corpus(rank_corpus_folder(folder, 0), "train", 8, 5);
   const std::string run = folder + "/run", output = folder + "/output.txt";
   const std::vector<std::string> arguments = {SONATA_TRAINER,
                                               "--model",
