@@ -1,6 +1,7 @@
 #include "train/bad_input.h"
 
 #include "base/error.h"
+#include "train/error_text.h"
 
 namespace sonata {
 namespace {
@@ -30,7 +31,7 @@ std::string skipped_text(const std::vector<std::string>& reasons,
                          const InputPolicy& policy) {
   if (reasons.empty() && too_long.empty()) return {};
   std::string text = str(" (", reasons.size() + too_long.size(), " bad ", noun, " skipped");
-  if (!reasons.empty()) text += str(", the first: ", reasons.front());
+  if (!reasons.empty()) text += str(", the first: ", error_text(reasons.front(), false));
   if (!too_long.empty())
     text += str(reasons.empty() ? ": " : "; ", too_long.size(), " longer than --max-duration ",
                 policy.max_duration, " s");
@@ -43,7 +44,7 @@ void report_skipped(DataReport& report, const std::string& split, const char* no
   if (reasons.empty()) return;
   std::string line = str(split, ": ", reasons.size(), " bad ", noun, " skipped (--bad-input skip)");
   for (size_t i = 0; i < reasons.size() && i < kNamedSkips; ++i)
-    line += str("\n  skipped: ", reasons[i]);
+    line += str("\n  skipped: ", error_text(reasons[i], false));  // the user's words
   if (reasons.size() > kNamedSkips)
     line += str("\n  ... and ", reasons.size() - kNamedSkips, " more");
   report.lines.push_back(line);

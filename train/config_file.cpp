@@ -179,7 +179,10 @@ void check_values(const CLI::Option& option, const ConfigKey& key, const std::st
 }  // namespace
 
 std::vector<CLI::ConfigItem> JsonYamlConfig::from_config(std::istream& input) const {
-  const std::string text{std::istreambuf_iterator<char>(input), std::istreambuf_iterator<char>()};
+  std::string text{std::istreambuf_iterator<char>(input), std::istreambuf_iterator<char>()};
+  // A UTF-8 byte-order mark (Windows editors write one) is no part of the first key: YAML
+  // allows it, and the JSON it starts is JSON all the same.
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
   const auto first = text.find_first_not_of(" \t\r\n");
   const bool json = first != std::string::npos && text[first] == '{';
   // CLI11 hands over a stream; the file it opened is the --config option's value.

@@ -198,6 +198,10 @@ std::vector<OptionRow> make_table() {
        "end this run after this many steps in all, checkpointed (resume later)", false},
       {"resume", &T::resume, kRun, "auto (newest in --checkpoint-dir) or a checkpoint folder",
        false},
+      {"overwrite", &T::overwrite, kRun,
+       "start this run in a --checkpoint-dir that holds another, moving that one aside into "
+       "previous-run-<N>/ (never deleted)",
+       false, "", kRunOnly},
       {"init-from", &T::init_from, kRun, "start from these weights (.safetensors)", false},
       {"eval-only", &T::eval_only, kRun, "evaluate --init-from or --resume, then stop", false},
       {"eval-every", &T::eval_every, kRun, "epochs between evaluations"},

@@ -11,7 +11,9 @@
 namespace sonata {
 
 Progress::Progress(const std::string& mode, int64_t line_every)
-    : quiet_(mode == "none"), line_every_(std::max<int64_t>(line_every, 1)) {
+    : quiet_(mode == "none" || mode == "off"),
+      silent_(mode == "off"),
+      line_every_(std::max<int64_t>(line_every, 1)) {
   const bool tty = isatty(fileno(stderr));
   bar_ = mode == "bar" || (mode == "auto" && tty);
   lines_ = mode == "lines" || (mode == "auto" && !tty);
@@ -70,6 +72,14 @@ void Progress::print(const std::string& line) {
   std::fprintf(stdout, "%s\n", line.c_str());
   std::fflush(stdout);
   if (drawn_) std::fprintf(stderr, "%s", last_.c_str());
+  std::fflush(stderr);
+}
+
+void Progress::notice(const std::string& line) {
+  if (silent_) return;
+  if (!quiet_) return print(line);
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
 }
 

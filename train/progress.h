@@ -22,7 +22,8 @@ struct ProgressState {
 
 class Progress {
  public:
-  // mode: auto | bar | lines | none (silent). Lines are printed every `line_every` steps.
+  // mode: auto | bar | lines | none (no bar, no lines, only notices) | off (nothing: a rank
+  // that does not speak for the run). Lines are printed every `line_every` steps.
   Progress(const std::string& mode, int64_t line_every);
   ~Progress();
   Progress(const Progress&) = delete;
@@ -30,12 +31,16 @@ class Progress {
 
   void update(const ProgressState& state);  // bar: redraw; lines: called at log points
   void print(const std::string& line);      // to stdout, above the bar
-  void finish();                            // ends the bar's line
+  // What the user must see whatever --progress says (a stop, a changed option on resume):
+  // as print(), and under none to stderr.
+  void notice(const std::string& line);
+  void finish();  // ends the bar's line
 
  private:
   void clear();
 
-  bool quiet_ = false;  // none: not even print()
+  bool quiet_ = false;   // none: not even print()
+  bool silent_ = false;  // off: not even notice()
   bool bar_ = false, lines_ = false;
   bool drawn_ = false;
   int64_t line_every_ = 1;

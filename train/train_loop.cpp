@@ -12,6 +12,7 @@
 #include "train/init_from.h"
 #include "train/optimizer_choice.h"
 #include "train/precision.h"
+#include "train/run_folder.h"
 #include "train/sampler_choice.h"
 #include "train/strategy/single_process_strategy.h"
 #include "train/train_loop_run.h"
@@ -33,7 +34,7 @@ TrainingRun::TrainingRun(const TrainerOptions& o, Task& task, Device device,
       rank_(group_ ? group_->rank() : 0),
       world_(group_ ? group_->world_size() : 1),
       checkpoint_dir_lock_(rank_ == 0 && !o.eval_only && !o.checkpoint_dir.empty()
-                               ? std::make_unique<CheckpointDirLock>(o.checkpoint_dir)
+                               ? claim_checkpoint_dir(o)
                                : nullptr),
       model_(task.model()),
       metrics_path_(!o.metrics.empty()          ? o.metrics
@@ -41,7 +42,7 @@ TrainingRun::TrainingRun(const TrainerOptions& o, Task& task, Device device,
                                                 : std::string("metrics.jsonl")),
       metrics_(rank_ == 0 ? MetricsLog(metrics_path_, !o.resume.empty()) : MetricsLog()),
       // Off a terminal, about four lines an epoch (at log points).
-      progress_(rank_ == 0 ? o.progress : "none",
+      progress_(rank_ == 0 ? o.progress : "off",
                 std::max<int64_t>(
                     1, task.train_items() / o.batch_size / o.accum_steps / 4 / o.log_every) *
                     o.log_every),
@@ -61,6 +62,8 @@ TrainingRun::TrainingRun(const TrainerOptions& o, Task& task, Device device,
 }
 
 TrainResult TrainingRun::train() {
+  // From here a scheduler's warning or Ctrl-C ends the run after a step, checkpointed.
+  StopSignals stop_signals;
   // fp16 scales the loss (GradScaler); fp32 and bf16 keep the scaler's inf/nan check at a
   // fixed scale of 1, so a non-finite gradient skips the step instead of poisoning weights.
   LossScalerOptions scaling;
@@ -129,6 +132,7 @@ TrainResult TrainingRun::train() {
   if (!result_.stopped_bad && !stop_requested_ && task_.has_split("test"))
     result_.test = evaluate("test", epochs_ - 1);
   write_range_report();
+  StopSignals::reset();  // taken: the next run in this process starts with none
   return result_;
 }
 
@@ -210,6 +214,32 @@ void TrainingRun::optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_
   } else if (o_.checkpoint_every > 0 && step_ % o_.checkpoint_every == 0 && !epoch_end) {
     save_checkpoint(position, std::nullopt);
   }
+  if (!stop_requested_ && step_ < total_steps_) stop_if_signalled(position);
+}
+
+void TrainingRun::stop_if_signalled(const TrainPosition& position) {
+  const int here = StopSignals::received();
+  bool anywhere = here != 0;
+  if (group_) {
+    Tensor count =
+        full({1}, here != 0 ? 1.0 : 0.0, TensorOptions{}.with(DType::f64)).to(group_->device());
+    group_->all_reduce(count, ReduceOp::sum)->synchronize();
+    anywhere = count.to(Device::cpu()).item() > 0;
+  }
+  if (!anywhere) return;
+  save_checkpoint(position, std::nullopt);
+  stop_requested_ = true;
+  result_.stopped_by_signal = here != 0 ? here : -1;
+  const std::string cause =
+      here != 0 ? str(stop_signal_name(here)) : std::string("a stop signal to another rank");
+  const std::string saved =
+      o_.checkpoint_dir.empty()
+          ? std::string("no --checkpoint-dir, so nothing was saved")
+          : str("its checkpoint is ",
+                result_.last_checkpoint.empty() ? o_.checkpoint_dir : result_.last_checkpoint,
+                "; continue with --resume auto");
+  progress_.notice(str("stopped by ", cause, " after step ", step_, ": ", saved));
+  metrics_.write({{"event", "stop"}, {"step", step_}, {"signal", cause}});
 }
 
 double TrainingRun::schedule_position(int64_t step) const {

@@ -17,6 +17,9 @@ namespace sonata {
 struct TrainResult {
   int64_t steps = 0;         // optimizer steps taken in total (resumed ones included)
   bool stopped_bad = false;  // stopped because the loss stayed non-finite
+  // Stopped after a step by SIGTERM, SIGUSR1 or SIGINT (train/stop_signals.h), checkpointed
+  // there on every rank: the signal's number (on ranks that did not receive one, -1), or 0.
+  int stopped_by_signal = 0;
   EvalResult last_val, test;
   std::string last_checkpoint;
 };

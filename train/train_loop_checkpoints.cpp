@@ -17,10 +17,11 @@ TrainPosition TrainingRun::resume() {
   if (o_.resume.empty()) return start;
   const std::string path = resume_path(o_);
   CheckpointSource source;
+  // What the resume changes (resume_changes.h): said whatever --progress, and logged.
+  std::vector<std::string> notes;
   if (path.empty()) {
     progress_.print(str("--resume auto: no checkpoint in ", o_.checkpoint_dir, " yet; starting"));
   } else {
-    std::vector<std::string> notes;
     // What this rank holds of it, as it holds it (a pipeline stage: its own tensors alone).
     const PartialTrainingState loaded =
         load_resume_checkpoint(path, o_, strategy_->ownership(), &source);
@@ -29,8 +30,8 @@ TrainPosition TrainingRun::resume() {
     progress_.print(str("resumed from ", source.folder, " at step ", start.step, " (epoch ",
                         start.epoch + 1, ", batch ", start.batch, ")"));
     for (const std::string& skipped : source.skipped)
-      progress_.print(str("  skipped a newer checkpoint, kept as it is: ", skipped));
-    for (const std::string& note : notes) progress_.print(note);
+      progress_.notice(str("  skipped a newer checkpoint, kept as it is: ", skipped));
+    for (const std::string& note : notes) progress_.notice(note);
     last_saved_step_ = start.step;
   }
   // What the interrupted run logged past this step is done again: dropped, so that the
@@ -40,7 +41,8 @@ TrainPosition TrainingRun::resume() {
     metrics_.write({{"event", "resume"},
                     {"step", start.step},
                     {"checkpoint", source.folder},
-                    {"skipped", source.skipped}});
+                    {"skipped", source.skipped},
+                    {"changes", notes}});
   return start;
 }
 

@@ -28,7 +28,7 @@ void TrainingRun::announce(int64_t batch_size, int64_t replicas, double peak_lr)
                       metrics_path_));
   say_where_metrics_go();
   if (!o_.resume.empty() && step_ >= total_steps_)
-    progress_.print(
+    progress_.notice(
         str("the run is already complete: its checkpoint is at step ", step_,
             " and this run ends at ", "step ", total_steps_,
             o_.max_steps > 0 ? str(" (--max-steps ", o_.max_steps, ")")

@@ -23,6 +23,7 @@
 #include "train/checkpoint_dir_lock.h"
 #include "train/metrics_log.h"
 #include "train/progress.h"
+#include "train/stop_signals.h"
 #include "train/strategy/training_strategy.h"
 #include "train/train_loop.h"
 #include "train/training_state.h"
@@ -56,6 +57,9 @@ class TrainingRun {
   void track_loss(const Tensor& loss);
   void optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches);
   bool finished() const { return step_ >= total_steps_ || stop_requested_; }
+  // After a step: whether any rank received a stop signal (a collective under a group, so
+  // that every rank stops after the same step), and if so the checkpoint and the notice.
+  void stop_if_signalled(const TrainPosition& position);
   bool is_main() const { return rank_ == 0; }
 
   // Checkpoints (train_loop_checkpoints.cpp). --resume: the checkpoint's state loaded into

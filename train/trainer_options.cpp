@@ -142,7 +142,10 @@ void TrainerOptions::check() const {
   SONATA_CHECK(accum_steps > 0, "--accum-steps must be at least 1, got ", accum_steps);
   SONATA_CHECK(one_of(optimizer, {"sgd", "adam", "adamw"}),
                "--optimizer must be sgd, adam or adamw, got '", optimizer, "'");
-  SONATA_CHECK(lr > 0, "--lr must be positive, got ", lr);
+  // Finite as well: an optimizer or schedule would otherwise refuse it in its own words.
+  SONATA_CHECK(lr > 0 && std::isfinite(lr), "--lr must be a positive number, got ", lr);
+  SONATA_CHECK(weight_decay >= 0 && std::isfinite(weight_decay),
+               "--weight-decay must be a number not below 0, got ", weight_decay);
   SONATA_CHECK(!nesterov || optimizer == "sgd", "--nesterov applies to --optimizer sgd only");
   SONATA_CHECK(one_of(schedule, {"constant", "cosine", "step", "linear"}),
                "--schedule must be constant, cosine, step or linear, got '", schedule, "'");

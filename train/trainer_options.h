@@ -136,6 +136,7 @@ struct LoopOptions {
   std::string resume;      // "auto" (the newest in checkpoint_dir), or a checkpoint folder
   std::string init_from;   // weights (.safetensors) to start from, e.g. ImageNet VGG19_BN
   bool eval_only = false;
+  bool overwrite = false;  // a run not resumed in a folder holding one moves that one aside
   int64_t eval_every = 1;  // epochs
   int64_t beam_width = 8;  // ASR: the beam search's width; 0 skips the beam figures
   int64_t show_transcripts = 5;

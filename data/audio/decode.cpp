@@ -72,9 +72,13 @@ std::string quoted(const std::string& name) {
       str(quoted(name), " is corrupt or truncated: libsndfile cannot open it (", reason, ")"));
 }
 
+// The size a writer that cannot seek back (a recorder streaming, sox or ffmpeg writing to a
+// pipe) leaves in a WAV's RIFF and data chunk headers: "to the end of the file".
+constexpr char kStreamingSize[] = "4294967295";  // 0xFFFFFFFF
+
 // libsndfile shortens a RIFF/AIFF data chunk that claims more bytes than the file holds, and
 // says so in its log as "data : 96000 (should be 49956)"; the samples it then returns are
-// all there is, so the file is truncated.
+// all there is, so the file is truncated, unless the claim was the streaming size.
 bool data_chunk_truncated(SNDFILE* file) {
   char log[16384] = {};
   sf_command(file, SFC_GET_LOG_INFO, log, sizeof(log));
@@ -82,7 +86,8 @@ bool data_chunk_truncated(SNDFILE* file) {
   std::string line;
   while (std::getline(lines, line)) {
     if ((line.starts_with("data") || line.starts_with("SSND")) &&
-        line.find("(should be") != std::string::npos)
+        line.find("(should be") != std::string::npos &&
+        line.find(std::string(": ") + kStreamingSize + " ") == std::string::npos)
       return true;
   }
   return false;

@@ -6,9 +6,12 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
+#include "engine/checkpoint/checkpoint_files.h"
+#include "engine/checkpoint/run_identity.h"
 
 namespace fs = std::filesystem;
 
@@ -103,6 +106,54 @@ void read_state_metadata(const std::string& folder, const Metadata& metadata,
   }
 }
 
+// The files of a step folder belong together: the state records the model file's checksum,
+// its step and its run (run_identity.h), and a file of sonata's own carries its checksum.
+// Headers alone are read; the checksums themselves are verified by the readers.
+void check_binding(const std::string& folder, const Metadata& state_metadata) {
+  const std::string model = in_folder(folder, kModelFile), state = in_folder(folder, kStateFile);
+  const std::string run = read_run_id(fs::path(folder).parent_path().string());
+  const std::string model_digits = stored_safetensors_checksum(model);
+  const std::string state_digits = stored_safetensors_checksum(state);
+  const auto recorded = state_metadata.find(kModelChecksumKey);
+  // Written before checksums, in a folder that no run of this build claims: loads unchecked.
+  if (run.empty() && model_digits.empty() && state_digits.empty()) return;
+  for (const auto& [path, digits] :
+       {std::pair{&model, &model_digits}, std::pair{&state, &state_digits}})
+    if (digits->empty())
+      throw Error(str(*path, " carries no checksum (its metadata '",
+                      "sonata.crc32c' was removed or renamed), and sonata loads none of its "
+                      "own checkpoints unchecked (other weights load with --init-from)"));
+  if (recorded == state_metadata.end()) {
+    if (run.empty()) return;  // saved before the files were bound together
+    throw Error(str(state, " does not record its model file's checksum"));
+  }
+  if (recorded->second != model_digits)
+    throw Error(str(model, " is not the model file saved with ", state, " (its checksum is ",
+                    model_digits, ", the state records ", recorded->second,
+                    "): files of different checkpoints were mixed"));
+  const auto step = state_metadata.find("step");
+  const auto named = checkpoint_files::parse_step_folder_name(fs::path(folder).filename().string());
+  if (named && (step == state_metadata.end() || step->second != std::to_string(*named)))
+    throw Error(str(state, " holds step ",
+                    step == state_metadata.end() ? std::string("(none)") : step->second,
+                    ", not the folder's step ", *named));
+  const auto saved_run = state_metadata.find(kRunKey);
+  if (!run.empty() && (saved_run == state_metadata.end() || saved_run->second != run))
+    throw Error(str(state, " was saved by run ",
+                    saved_run == state_metadata.end() ? std::string("(none)") : saved_run->second,
+                    ", and its folder holds run ", run, " (its ", kRunFile,
+                    "): a checkpoint of another run"));
+}
+
+// check_binding, its error naming the checkpoint as the readers' errors do.
+void check_binding_of_read(const std::string& folder, const Metadata& state_metadata) {
+  try {
+    check_binding(folder, state_metadata);
+  } catch (const Error& e) {
+    throw Error(str("checkpoint '", folder, "' is unreadable: ", e.what()));
+  }
+}
+
 }  // namespace
 
 std::string format_double(double value) {
@@ -120,7 +171,12 @@ void write_step_folder(const std::string& folder, const TrainingStateSource& sta
   for (const auto& [name, value] : state.optimizer_scalars)
     metadata[kOptimizerPrefix + name] = format_double(value);
   for (const auto& [name, text] : state.texts) metadata[kTextPrefix + name] = text;
-  save_safetensors_streamed(in_folder(folder, kModelFile), state.model);
+  // The model file first: the state records its checksum, and the run, binding them.
+  const std::string model = in_folder(folder, kModelFile);
+  save_safetensors_streamed(model, state.model);
+  metadata[kModelChecksumKey] = stored_safetensors_checksum(model);
+  const std::string run = read_run_id(fs::path(folder).parent_path().string());
+  if (!run.empty()) metadata[kRunKey] = run;
   save_safetensors_streamed(in_folder(folder, kStateFile), state.optimizer_tensors, metadata);
 }
 
@@ -128,6 +184,7 @@ TrainingState read_step_folder(const std::string& folder) {
   TrainingState state;
   state.model = load_file(folder, kModelFile).tensors;
   SafetensorsContents contents = load_file(folder, kStateFile);
+  check_binding_of_read(folder, contents.metadata);
   read_state_metadata(folder, contents.metadata, state);
   state.optimizer.tensors = std::move(contents.tensors);
   return state;
@@ -142,6 +199,7 @@ PartialTrainingState read_step_folder_part(const std::string& folder,
   std::vector<TensorSpec> optimizer_specs;
   SafetensorsContents contents = load_selected(folder, kStateFile, selection.optimizer,
                                                selection.optimizer_rows, &optimizer_specs);
+  check_binding_of_read(folder, contents.metadata);
   read_state_metadata(folder, contents.metadata, part.state);
   part.state.optimizer.tensors = std::move(contents.tensors);
   return part;
@@ -155,6 +213,7 @@ void check_files(const std::string& folder, SafetensorsCheck check) {
   const auto format = metadata.find("format");
   if (format == metadata.end() || format->second != kFormat)
     throw Error(str(in_folder(folder, kStateFile), ": not of format '", kFormat, "'"));
+  check_binding(folder, metadata);
 }
 
 }  // namespace

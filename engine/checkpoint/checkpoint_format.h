@@ -15,6 +15,10 @@ inline constexpr char kModelFile[] = "model.safetensors";
 inline constexpr char kStateFile[] = "state.safetensors";
 // The "format" metadata value; a reader refuses any other.
 inline constexpr char kFormat[] = "sonata-checkpoint-1";
+// state.safetensors' metadata binding a step folder's files: model.safetensors' checksum
+// digits, and the run id of the folder it was saved in (run_identity.h) when it has one.
+inline constexpr char kModelChecksumKey[] = "model.crc32c";
+inline constexpr char kRunKey[] = "run";
 
 // Writes model.safetensors and state.safetensors into the existing folder `folder`, each
 // fsync'd (the folder itself is the caller's to fsync), each tensor fetched as it is due.

@@ -79,4 +79,9 @@ SafetensorsContents load_safetensors_tensors(const std::string& path,
 enum class SafetensorsCheck { sizes, checksum };
 Metadata check_safetensors_file(const std::string& path, SafetensorsCheck check);
 
+// The checksum digits a file's header carries (engine/io/safetensors_checksum.h), "" when it
+// carries none; the header alone is read, nothing is verified. A checkpoint reader asks it to
+// refuse a file of its own whose checksum was removed or renamed rather than load it unchecked.
+std::string stored_safetensors_checksum(const std::string& path);
+
 }  // namespace sonata

@@ -86,4 +86,25 @@ Metadata check_safetensors_file(const std::string& path, SafetensorsCheck check)
   return metadata;
 }
 
+std::string stored_safetensors_checksum(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(str("cannot open '", path, "': ", std::strerror(errno)));
+  uint8_t length_bytes[8] = {};
+  if (!in.read(reinterpret_cast<char*>(length_bytes), 8))
+    throw Error(str(path, ": too short for a safetensors header"));
+  uint64_t header_bytes = 0;
+  for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | length_bytes[i];
+  if (header_bytes > kMaxHeaderBytes)
+    throw Error(str(path, ": header length ", header_bytes, " is not a safetensors header's"));
+  std::string text(header_bytes, '\0');
+  if (!in.read(text.data(), std::streamsize(header_bytes)))
+    throw Error(str(path, ": the header runs past the end of the file: truncated"));
+  const json header = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!header.is_object() || !header.contains("__metadata__")) return "";
+  const json& metadata = header["__metadata__"];
+  if (!metadata.is_object() || !metadata.contains(checksum::kKey)) return "";
+  const json& digits = metadata[checksum::kKey];
+  return digits.is_string() ? digits.get<std::string>() : "";
+}
+
 }  // namespace sonata

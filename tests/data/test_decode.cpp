@@ -246,6 +246,30 @@ TEST_CASE("Decode errors name the file and the reason", "[audio]") {
                       Contains("nan.wav") && Contains("non-finite") && Contains("frame 42"));
 }
 
+TEST_CASE("A WAV whose RIFF and data sizes are 0xFFFFFFFF (written to a pipe) reads to its end",
+          "[audio]") {
+  const TemporaryFolder folder("decode_streaming_wav");
+  std::vector<int16_t> samples(8000);  // 0.5 s at 16 kHz
+  for (size_t i = 0; i < samples.size(); ++i) samples[i] = int16_t(int(i % 200) * 50 - 5000);
+  std::vector<uint8_t> wav = pcm16_wav(samples, 1, 16000);
+  const std::string whole = folder.file("whole.wav");
+  write_bytes(whole, wav);
+  REQUIRE(std::string(wav.begin() + 36, wav.begin() + 40) == "data");
+  for (const size_t at : {size_t(4), size_t(40)})
+    for (size_t i = 0; i < 4; ++i) wav[at + i] = 0xFF;
+  const std::string streamed = folder.file("streamed.wav");
+  write_bytes(streamed, wav);
+  const Audio audio = decode_audio(streamed);
+  CHECK(audio.samples == decode_audio(whole).samples);
+  CHECK(audio.samples.size() == samples.size());
+  CHECK(declared_seconds(streamed) == 0.5);
+  // A data size that is no streaming mark and more than the file holds is still truncation.
+  wav[40] = 0xFE;
+  const std::string cut = folder.file("cut.wav");
+  write_bytes(cut, wav);
+  CHECK_THROWS_WITH(decode_audio(cut), Contains("cut.wav") && Contains("truncated"));
+}
+
 TEST_CASE("This build decodes audio", "[audio]") {
   CHECK(audio_decoding_available());
 }

@@ -391,3 +391,17 @@ TEST_CASE("transcribe: a bad file among good ones gets its error line, the rest 
   CHECK_THAT(result.err, Contains("1 of 3 inputs failed"));
 }
 #endif
+
+TEST_CASE("transcribe and classify: errors are in the user's words, without source locations",
+          "[inference]") {
+  TemporaryFolder folder("inference_error_words");
+  write_text(folder.file("clip.wav"), "not used");
+  for (auto* command : {transcribe_command, classify_command}) {
+    const CommandResult result =
+        run_command(command, {"--checkpoint", folder.file("nowhere"), folder.file("clip.wav")});
+    INFO(result.err);
+    CHECK(result.code == 1);
+    CHECK_THAT(result.err, Contains("nowhere"));
+    CHECK_THAT(result.err, !Contains(".cpp:"));
+  }
+}

@@ -29,6 +29,22 @@ TEST_CASE("trainer config: an unknown key is named with its file", "[trainer][co
   CHECK(parse_command_line({"--config", yaml}).batch_size == 8);
 }
 
+TEST_CASE("trainer config: a UTF-8 byte-order mark before the first key is read past",
+          "[trainer][config]") {
+  TemporaryFolder folder("config_byte_order_mark");
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string yaml = folder.file("run.yaml");
+  write_text(yaml, bom + "model: ds2\nbatch_size: 8\n");
+  CHECK(parse_command_line({"--config", yaml}).batch_size == 8);
+  const std::string json = folder.file("run.json");
+  write_text(json, bom + R"({"model": "ds2", "batch-size": 6})");
+  CHECK(parse_command_line({"--config", json}).batch_size == 6);
+  // Still JSON: its errors say so.
+  write_text(json, bom + R"({"model": "ds2", "batch-sise": 6})");
+  CHECK_THROWS_WITH(parse_command_line({"--config", json}),
+                    Contains("(JSON)") && Contains("'batch-sise'"));
+}
+
 TEST_CASE("trainer config: a key given twice is refused naming it, the file and the lines",
           "[trainer][config]") {
   TemporaryFolder folder("config_duplicate_key");

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "base/error.h"
+#include "train/error_text.h"
 
 namespace sonata {
 
@@ -38,7 +39,8 @@ int64_t for_each_input(const std::vector<std::string>& files, std::ostream& err,
       one(file);
     } catch (const std::exception& error) {
       // std::bad_alloc and the like say nothing of the file; sonata's errors usually name it.
-      const std::string what = error.what();
+      // In the user's words: no source location (train/error_text.h).
+      const std::string what = error_text(error.what(), false);
       err << name << ": " << (what.find(file) == std::string::npos ? file + ": " : "") << what
           << '\n'
           << std::flush;
@@ -66,7 +68,7 @@ int run_inference_command(CLI::App& app, const InferenceArguments& arguments, in
     return 1;
   } catch (const std::exception& error) {
     out.flush();
-    err << name << ": " << error.what() << '\n';
+    err << name << ": " << error_text(error.what(), false) << '\n';
     return 1;
   }
 }

@@ -25,6 +25,9 @@
 
 namespace {
 
+// The exit status of a run stopped by SIGTERM, SIGUSR1 or SIGINT after a checkpoint.
+constexpr int kStoppedBySignal = 75;
+
 sonata::Device pick_device(const std::string& name) {
   if (name == "auto")
     return sonata::cuda_device_count() > 0 ? sonata::Device::cuda(0) : sonata::Device::cpu();
@@ -99,7 +102,8 @@ int main(int argc, char** argv) {
     task.reset();
     group.reset();
     sonata::finalize();
-    return result.stopped_bad ? 3 : 0;
+    // 75 (EX_TEMPFAIL, "try again later"): stopped by a signal with a checkpoint to resume.
+    return result.stopped_bad ? 3 : result.stopped_by_signal != 0 ? kStoppedBySignal : 0;
   } catch (const std::exception& error) {
     std::fflush(stdout);
     const std::string text = sonata::error_text(error.what(), with_location);
