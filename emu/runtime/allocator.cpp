@@ -74,6 +74,8 @@ void hand_out(Block& block, int device, size_t size, bool pooled) {
   block.live = true;
   block.free_pending = false;
   block.pooled = pooled;
+  block.suballocated = false;
+  block.regions.clear();
   if (block.kind == BlockKind::device) {
     // Small blocks are poisoned, as a card's recycled memory holds old values; large ones
     // start mostly as zero pages (release_block gave their whole pages back), since
@@ -126,7 +128,13 @@ bool quarantine() {
   return on;
 }
 
+int64_t allocations = 0;  // under the ExecLock, as every call here
+
 }  // namespace
+
+int64_t device_allocations() {
+  return allocations;
+}
 
 Block* allocate_device(int device, size_t size, bool pooled) {
   DeviceMemory& memory = memories().at(static_cast<size_t>(device));
@@ -151,6 +159,7 @@ Block* allocate_device(int device, size_t size, bool pooled) {
     memory.in_use += block->capacity;
   }
   hand_out(*block, device, size, pooled);
+  ++allocations;
   if (pooled) {
     memory.pool.used += block->capacity;
     note_highs(memory.pool);

@@ -119,7 +119,10 @@ void set_initialised(Block& block, size_t offset, size_t bytes, bool value) {
     const size_t low = bit % 64;
     const size_t count = std::min<size_t>(64 - low, end - bit);
     const uint64_t mask = count == 64 ? ~uint64_t{0} : ((uint64_t{1} << count) - 1) << low;
-    word = value ? (word | mask) : (word & ~mask);
+    // Written only when it changes: clearing a large fresh region's shadow (a caching
+    // allocator hands out hundreds of MiB at a time) must not commit its untouched pages.
+    const uint64_t updated = value ? (word | mask) : (word & ~mask);
+    if (updated != word) word = updated;
     bit += count;
   }
 }

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace sonata::emu {
@@ -26,6 +27,10 @@ struct Block {
   bool free_pending = false;  // cudaFreeAsync enqueued, not yet run in stream order
   bool pooled = false;        // allocated by cudaMallocAsync (the device's memory pool)
   ShadowBits initialised;     // one bit per byte of capacity (device blocks)
+  // A sub-allocator's regions (emu/include/sonata_emu_regions.h): once `suballocated`, an
+  // access must lie in one of them, by offset -> bytes. Cleared when the block is reused.
+  bool suballocated = false;
+  std::map<size_t, size_t> regions;
 };
 
 constexpr size_t kAlignment = 256;
