@@ -76,6 +76,7 @@ void hand_out(Block& block, int device, size_t size, bool pooled) {
   block.pooled = pooled;
   block.suballocated = false;
   block.regions.clear();
+  block.freed_regions.clear();
   if (block.kind == BlockKind::device) {
     // Small blocks are poisoned, as a card's recycled memory holds old values; large ones
     // start mostly as zero pages (release_block gave their whole pages back), since

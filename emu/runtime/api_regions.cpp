@@ -25,6 +25,23 @@ Block* segment_of(const void* data, size_t bytes) {
   return offset + bytes <= block->size ? block : nullptr;
 }
 
+// Removes [offset, offset + bytes) from the block's freed regions (a new owner's now).
+void unfree(Block& block, size_t offset, size_t bytes) {
+  const size_t end = offset + bytes;
+  auto it = block.freed_regions.upper_bound(offset);
+  if (it != block.freed_regions.begin()) --it;
+  while (it != block.freed_regions.end() && it->first < end) {
+    const size_t begin = it->first, stop = it->first + it->second;
+    if (stop <= offset) {
+      ++it;
+      continue;
+    }
+    it = block.freed_regions.erase(it);
+    if (begin < offset) block.freed_regions[begin] = offset - begin;
+    if (stop > end) block.freed_regions[end] = stop - end;
+  }
+}
+
 std::string region_text(const void* data, size_t bytes) {
   std::ostringstream text;
   text << "region " << data << " of " << bytes << " bytes";
@@ -50,6 +67,7 @@ cudaError_t sonataEmuRegionAllocated(void* data, size_t bytes, cudaStream_t hStr
     work.name = "sonataEmuRegionAllocated(" + region_text(data, bytes) + ")";
     work.run = [block, offset, bytes] {
       block->regions[offset] = bytes;
+      unfree(*block, offset, bytes);
       set_initialised(*block, offset, bytes, false);
       if (bytes < kPoisonLimit)
         std::memset(reinterpret_cast<void*>(block->base + offset), 0xFF, bytes);
@@ -75,6 +93,7 @@ cudaError_t sonataEmuRegionFreed(void* data, cudaStream_t hStream) {
       const auto region = block->regions.find(offset);
       if (region == block->regions.end()) return;  // the segment was reused since
       set_initialised(*block, offset, region->second, false);
+      block->freed_regions[offset] = region->second;
       block->regions.erase(region);
     };
     enqueue_node(stream, std::move(work));

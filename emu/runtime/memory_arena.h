@@ -29,8 +29,10 @@ struct Block {
   ShadowBits initialised;     // one bit per byte of capacity (device blocks)
   // A sub-allocator's regions (emu/include/sonata_emu_regions.h): once `suballocated`, an
   // access must lie in one of them, by offset -> bytes. Cleared when the block is reused.
+  // `freed_regions`: bytes of regions freed and not handed out again (an access there is to
+  // freed memory; elsewhere outside a region, out of bounds).
   bool suballocated = false;
-  std::map<size_t, size_t> regions;
+  std::map<size_t, size_t> regions, freed_regions;
 };
 
 constexpr size_t kAlignment = 256;

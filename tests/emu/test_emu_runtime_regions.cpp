@@ -28,8 +28,8 @@ TEST_CASE("emu runtime: a sub-allocator's regions are allocations to the memory 
   CHECK(sonataEmuDeviceAllocations() == allocations + 1);
   REQUIRE(sonataEmuRegionAllocated(segment, 100, stream) == cudaSuccess);
   REQUIRE(sonataEmuRegionAllocated(segment + 512, 200, stream) == cudaSuccess);
-  // The regions exist once the stream has run their calls.
-  CHECK(read_of(segment) == AccessVerdict::freed);
+  // The regions exist once the stream has run their calls: before, the bytes are in none.
+  CHECK(read_of(segment) == AccessVerdict::out_of_bounds);
   REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
   CHECK(read_of(segment) == AccessVerdict::uninitialised);
   CHECK(check_access(segment, 100, AccessKind::write).verdict == AccessVerdict::ok);
@@ -37,8 +37,9 @@ TEST_CASE("emu runtime: a sub-allocator's regions are allocations to the memory 
   const AccessCheck past = check_access(segment + 98, 4, AccessKind::read);
   CHECK(past.verdict == AccessVerdict::out_of_bounds);
   CHECK(past.detail.find("the 100-byte sub-allocation at offset 0") != std::string::npos);
+  // Between regions: never handed out (or past a region's end), so out of bounds.
   const AccessCheck between = check_access(segment + 300, 4, AccessKind::write);
-  CHECK(between.verdict == AccessVerdict::freed);
+  CHECK(between.verdict == AccessVerdict::out_of_bounds);
   CHECK(between.detail.find("none of its live sub-allocations") != std::string::npos);
   CHECK(read_of(segment + 512) == AccessVerdict::uninitialised);
 
@@ -47,9 +48,11 @@ TEST_CASE("emu runtime: a sub-allocator's regions are allocations to the memory 
   CHECK(read_of(segment) == AccessVerdict::ok);
   REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
   CHECK(read_of(segment) == AccessVerdict::freed);
+  CHECK(read_of(segment + 300) == AccessVerdict::out_of_bounds);
   REQUIRE(sonataEmuRegionAllocated(segment, 64, stream) == cudaSuccess);
   REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
   CHECK(read_of(segment) == AccessVerdict::uninitialised);
+  CHECK(read_of(segment + 64) == AccessVerdict::freed);  // the rest of the freed region
   CHECK(static_cast<unsigned char>(segment[0]) == 0xFF);
   CHECK(sonataEmuDeviceAllocations() == allocations + 1);  // none of this was a driver call
 
