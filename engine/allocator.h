@@ -1,11 +1,11 @@
 #pragma once
 // Memory for tensors. CPU: 64-byte aligned blocks; blocks of 1 MiB and more are cached and
-// reused by size (see cpu_allocator.cpp for why). CUDA: a stream-ordered allocator on
-// cudaMallocAsync's pool (kept, not returned to the driver, between steps) with current and
-// peak statistics like torch.cuda.memory_allocated / max_memory_allocated; memory used on a
-// stream other than its own is recorded (Tensor::record_stream, engine/stream_uses.h) and
-// its free waits for that work. Pinned host memory: a caching pool whose blocks are reused
-// only after the copies that read them end.
+// reused by size (see cpu_allocator.cpp for why). CUDA: a caching allocator (per-stream
+// size classes, engine/block_cache.h, as PyTorch's) in front of cudaMallocAsync's pool, with
+// current and peak statistics like torch.cuda.memory_allocated / max_memory_allocated;
+// memory used on a stream other than its own is recorded (Tensor::record_stream,
+// engine/stream_uses.h) and not reused before that work is done. Pinned host memory: a caching pool
+// whose blocks are reused only after the copies that read them end.
 #include <cstddef>
 #include <cstdint>
 
@@ -21,7 +21,7 @@ struct MemoryStats {
   int64_t allocated_bytes = 0;       // held by live tensors now
   int64_t peak_allocated_bytes = 0;  // highest allocated_bytes since the last reset
   int64_t allocations = 0;           // count of allocate calls
-  int64_t cached_bytes = 0;          // freed but kept for reuse (CPU cache; 0 on CUDA)
+  int64_t cached_bytes = 0;          // freed but kept for reuse (CPU cache; CUDA block cache)
 };
 
 MemoryStats cpu_memory_stats();
@@ -36,6 +36,21 @@ size_t cpu_set_cache_limit(size_t bytes);
 
 // Only meaningful with the CUDA backend; all-zero otherwise.
 MemoryStats cuda_memory_stats(int device);
-void cuda_reset_peak_memory_stats(int device);
+void cuda_reset_peak_memory_stats(int device);  // also the cache's peak_reserved_bytes
+
+// The CUDA block cache of a device (engine/block_cache.h) since the process started.
+struct CudaCacheStats {
+  int64_t hits = 0;            // allocations served from cached blocks, no driver call
+  int64_t misses = 0;          // allocations that took a new segment (cudaMallocAsync)
+  int64_t segment_frees = 0;   // segments given back (cuda_empty_cache, out of memory)
+  int64_t reserved_bytes = 0;  // in segments now
+  int64_t peak_reserved_bytes = 0;
+  int64_t cached_bytes = 0;    // in free blocks now (reusable without a driver call)
+  int64_t waiting_blocks = 0;  // freed, waiting for other streams' events (record_stream)
+};
+CudaCacheStats cuda_cache_stats(int device);
+// Gives every segment with no tensor in it back to the device's pool (PyTorch's
+// torch.cuda.empty_cache); waits on the host for the events of blocks used on other streams.
+void cuda_empty_cache(int device);
 
 }  // namespace sonata

@@ -189,6 +189,10 @@ MemoryStats cuda_memory_stats(int) {
   return {};
 }
 void cuda_reset_peak_memory_stats(int) {}
+CudaCacheStats cuda_cache_stats(int) {
+  return {};
+}
+void cuda_empty_cache(int) {}
 #endif
 
 }  // namespace sonata

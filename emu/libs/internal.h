@@ -26,8 +26,9 @@ MemRange strided_range(const void* base, int64_t inner, int64_t outer, int64_t l
 // initialisation when read nor marked initialised when written.
 void add_strided(std::vector<MemRange>& ranges, const void* base, int64_t inner, int64_t outer,
                  int64_t ld, int64_t elem_bytes);
-// Adds `range` to `ranges`, merging it with the last one when they touch or overlap (batched
-// operands with consecutive matrices become one range).
+// Adds `range` to `ranges`, merging it with the last one when they overlap (batched
+// operands with overlapping matrices become one range; touching ones stay two, since they
+// may be two tensors side by side in one caching-allocator segment).
 void add_range(std::vector<MemRange>& ranges, MemRange range);
 
 // A library's message on stderr, as the real libraries log failures (prefixed by the

@@ -33,7 +33,10 @@ void add_range(std::vector<MemRange>& ranges, MemRange range) {
     MemRange& last = ranges.back();
     const auto* last_begin = static_cast<const char*>(last.data);
     const auto* begin = static_cast<const char*>(range.data);
-    if (begin >= last_begin && begin <= last_begin + last.bytes) {
+    // Overlapping only, not merely touching: two tensors a caching allocator placed side by
+    // side are two regions (sonata_emu_regions.h), and one range over both would run past
+    // the first one's end.
+    if (begin >= last_begin && begin < last_begin + last.bytes) {
       last.bytes = std::max(last.bytes, size_t(begin - last_begin) + range.bytes);
       return;
     }

@@ -82,6 +82,9 @@ void hand_out(Block& block, int device, size_t size, bool pooled) {
   block.live = true;
   block.free_pending = false;
   block.pooled = pooled;
+  block.suballocated = false;
+  block.regions.clear();
+  block.freed_regions.clear();
   if (block.kind == BlockKind::device) {
     // Small blocks are poisoned, as a card's recycled memory holds old values; large ones
     // start mostly as zero pages (release_block gave their whole pages back), since
@@ -134,7 +137,13 @@ bool quarantine() {
   return on;
 }
 
+int64_t allocations = 0;  // under the ExecLock, as every call here
+
 }  // namespace
+
+int64_t device_allocations() {
+  return allocations;
+}
 
 Block* allocate_device(int device, size_t size, bool pooled) {
   DeviceMemory& memory = memories().at(static_cast<size_t>(device));
@@ -160,6 +169,7 @@ Block* allocate_device(int device, size_t size, bool pooled) {
     if (!pooled) profile::driver_alloc("cudaMalloc", block->capacity, device);
   }
   hand_out(*block, device, size, pooled);
+  ++allocations;
   if (pooled) {
     Pool& pool = memory.pool;
     pool.used += block->capacity;

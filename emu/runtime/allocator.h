@@ -18,6 +18,9 @@ namespace sonata::emu {
 // `pooled`: from the device's memory pool (cudaMallocAsync).
 Block* allocate_device(int device, size_t size, bool pooled);
 
+// Blocks allocate_device has returned since the process started (sonataEmuDeviceAllocations).
+int64_t device_allocations();
+
 // The live allocation that starts at `pointer` (what cudaFree may be given), or nullptr.
 Block* live_block_at(const void* pointer);
 

@@ -110,18 +110,37 @@ bool in_pinned_arena(const void* address) {
   return at >= a.pinned_begin && at < a.pinned_begin + kPinnedPart;
 }
 
-void set_initialised(Block& block, size_t offset, size_t bytes, bool value) {
-  if (block.initialised.empty()) return;
+namespace {
+
+void set_bits(Block& block, size_t offset, size_t end, bool value) {
   size_t bit = offset;
-  const size_t end = offset + bytes;
   while (bit < end) {
     uint64_t& word = block.initialised.word(bit / 64);
     const size_t low = bit % 64;
     const size_t count = std::min<size_t>(64 - low, end - bit);
     const uint64_t mask = count == 64 ? ~uint64_t{0} : ((uint64_t{1} << count) - 1) << low;
-    word = value ? (word | mask) : (word & ~mask);
+    // Written only when it changes: an untouched shadow page stays uncommitted.
+    const uint64_t updated = value ? (word | mask) : (word & ~mask);
+    if (updated != word) word = updated;
     bit += count;
   }
+}
+
+}  // namespace
+
+void set_initialised(Block& block, size_t offset, size_t bytes, bool value) {
+  if (block.initialised.empty()) return;
+  const size_t end = offset + bytes;
+  const size_t first_word = (offset + 63) / 64, end_word = end / 64;
+  if (!value && end_word > first_word) {
+    // A large region handed out again (a caching allocator's) clears its shadow's whole
+    // pages without touching them.
+    set_bits(block, offset, first_word * 64, false);
+    block.initialised.clear_words(first_word, end_word);
+    set_bits(block, end_word * 64, end, false);
+    return;
+  }
+  set_bits(block, offset, end, value);
 }
 
 bool all_initialised(const Block& block, size_t offset, size_t bytes) {

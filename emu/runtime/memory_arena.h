@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace sonata::emu {
@@ -26,6 +27,12 @@ struct Block {
   bool free_pending = false;  // cudaFreeAsync enqueued, not yet run in stream order
   bool pooled = false;        // allocated by cudaMallocAsync (the device's memory pool)
   ShadowBits initialised;     // one bit per byte of capacity (device blocks)
+  // A sub-allocator's regions (emu/include/sonata_emu_regions.h): once `suballocated`, an
+  // access must lie in one of them, by offset -> bytes. Cleared when the block is reused.
+  // `freed_regions`: bytes of regions freed and not handed out again (an access there is to
+  // freed memory; elsewhere outside a region, out of bounds).
+  bool suballocated = false;
+  std::map<size_t, size_t> regions, freed_regions;
 };
 
 constexpr size_t kAlignment = 256;

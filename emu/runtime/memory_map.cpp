@@ -2,6 +2,7 @@
 // blocks and their initialisation shadows.
 #include "emu/runtime/memory_map.h"
 
+#include <map>
 #include <sstream>
 
 #include "emu/runtime/exec_lock.h"
@@ -31,6 +32,18 @@ std::string nearest_text(uintptr_t at) {
   return text.str();
 }
 
+// A sub-allocated block's region that holds `offset` (emu/include/sonata_emu_regions.h), as
+// its [begin, end); false when the offset is in none (bytes the sub-allocator holds free).
+bool region_at(const std::map<size_t, size_t>& regions, size_t offset, size_t& begin, size_t& end) {
+  auto it = regions.upper_bound(offset);
+  if (it == regions.begin()) return false;
+  --it;
+  if (offset >= it->first + it->second) return false;
+  begin = it->first;
+  end = it->first + it->second;
+  return true;
+}
+
 }  // namespace
 
 AccessCheck check_access(const void* address, size_t bytes, AccessKind kind) {
@@ -51,6 +64,25 @@ AccessCheck check_access(const void* address, size_t bytes, AccessKind kind) {
     check.detail = access_text(at, bytes, kind) + ": offset " + std::to_string(offset) +
                    " in freed " + describe(*block);
     return check;
+  }
+  if (block->suballocated) {
+    size_t begin = 0, end = 0;
+    if (!region_at(block->regions, offset, begin, end)) {
+      const bool freed = region_at(block->freed_regions, offset, begin, end);
+      check.verdict = freed ? AccessVerdict::freed : AccessVerdict::out_of_bounds;
+      check.detail = access_text(at, bytes, kind) + ": offset " + std::to_string(offset) + " of " +
+                     describe(*block) + " is in none of its live sub-allocations" +
+                     (freed ? " (a region freed into a caching allocator)"
+                            : " (past a region's end, or never handed out)");
+      return check;
+    }
+    if (offset + bytes > end) {
+      check.verdict = AccessVerdict::out_of_bounds;
+      check.detail = access_text(at, bytes, kind) + ": runs past the end of the " +
+                     std::to_string(end - begin) + "-byte sub-allocation at offset " +
+                     std::to_string(begin) + " of " + describe(*block);
+      return check;
+    }
   }
   if (offset + bytes > block->size) {
     check.verdict = AccessVerdict::out_of_bounds;
@@ -74,6 +106,10 @@ bool readable(const void* address, size_t bytes) {
   const Block* block = find_block(address);
   if (!block || !block->live) return false;
   const size_t offset = at - block->base;
+  if (block->suballocated) {
+    size_t begin = 0, end = 0;
+    if (!region_at(block->regions, offset, begin, end) || offset + bytes > end) return false;
+  }
   return offset + bytes <= block->size && all_initialised(*block, offset, bytes);
 }
 

@@ -55,4 +55,24 @@ void ShadowBits::clear_all() {
     std::memset(words_, 0, bytes_);
 }
 
+void ShadowBits::clear_words(size_t first, size_t end) {
+  if (!words_ || first >= end) return;
+  const auto clear = [this](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i)
+      if (words_[i]) words_[i] = 0;  // an untouched page stays uncommitted
+  };
+  if (mapped_) {
+    constexpr size_t kPageWords = 4096 / sizeof(uint64_t);  // words_ is page-aligned
+    const size_t page_first = (first + kPageWords - 1) / kPageWords * kPageWords;
+    const size_t page_end = end / kPageWords * kPageWords;
+    if (page_end > page_first) {
+      clear(first, page_first);
+      madvise(words_ + page_first, (page_end - page_first) * sizeof(uint64_t), MADV_DONTNEED);
+      clear(page_end, end);
+      return;
+    }
+  }
+  clear(first, end);
+}
+
 }  // namespace sonata::emu

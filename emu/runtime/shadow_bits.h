@@ -19,6 +19,9 @@ class ShadowBits {
   void allocate(size_t bits);
   // Every bit clear again, its pages given back.
   void clear_all();
+  // Words [first, end) clear again: the whole pages among them given back, not written (a
+  // large region handed out again must not commit its shadow).
+  void clear_words(size_t first, size_t end);
   bool empty() const { return words_ == nullptr; }
   uint64_t& word(size_t index) { return words_[index]; }
   uint64_t word(size_t index) const { return words_[index]; }

@@ -1,6 +1,7 @@
 #include "kernels/cuda/device_pool.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 
@@ -19,7 +20,13 @@ cudaMemPool_t default_pool(int device) {
   return pool;
 }
 
+std::atomic<CacheRelease> g_cache_release{nullptr};
+
 }  // namespace
+
+void set_cache_release(CacheRelease release) {
+  g_cache_release = release;
+}
 
 void configure_device_pool(int device) {
   static std::array<std::once_flag, kMaxDevices> configured;
@@ -45,7 +52,12 @@ void allocate_retrying(const char* what, size_t bytes, int device,
     (void)cudaGetLastError();  // an answer, not an error for a later launch check
     return false;
   };
-  calls.synchronize = [] { CUDA_CHECK(cudaDeviceSynchronize()); };
+  calls.synchronize = [device] {
+    // Blocks cached above the pool go back to it first (in stream order), so the
+    // synchronisation completes their frees and the trim returns them to the device.
+    if (const CacheRelease release = g_cache_release.load()) release(device);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  };
   calls.trim = [device] { CUDA_CHECK(cudaMemPoolTrimTo(default_pool(device), 0)); };
   calls.usage = [device] {
     PoolUsage usage;

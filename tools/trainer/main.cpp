@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/math_mode.h"
 #include "comm/bootstrap.h"
+#include "engine/allocator.h"
 #include "engine/cuda_versions.h"
 #include "engine/device.h"
 #include "engine/random.h"
@@ -35,6 +36,19 @@ sonata::Device pick_device(const std::string& name) {
   SONATA_CHECK(!device.is_cuda() || device.index < sonata::cuda_device_count(), "--device ", name,
                ": this machine has ", sonata::cuda_device_count(), " CUDA devices");
   return device;
+}
+
+// --verbose's last line on a GPU: how the block cache served the run's tensors.
+void print_cache_stats(const sonata::Device& device) {
+  const sonata::CudaCacheStats cache = sonata::cuda_cache_stats(device.index);
+  const auto mib = [](int64_t bytes) { return double(bytes) / double(1 << 20); };
+  std::printf(
+      "trainer: %s block cache: %lld allocations from cache, %lld from the driver, %.1f MiB "
+      "reserved (peak %.1f), %.1f MiB cached, %lld segments given back\n",
+      device.str().c_str(), static_cast<long long>(cache.hits),
+      static_cast<long long>(cache.misses), mib(cache.reserved_bytes),
+      mib(cache.peak_reserved_bytes), mib(cache.cached_bytes),
+      static_cast<long long>(cache.segment_frees));
 }
 
 void print_eval(const char* what, const sonata::EvalResult& result) {
@@ -99,6 +113,7 @@ int main(int argc, char** argv) {
     const sonata::TrainResult result = sonata::run_training(options, *task, device, group);
     if (main_rank && !result.last_val.metrics.empty()) print_eval("val", result.last_val);
     if (main_rank && !result.test.metrics.empty()) print_eval("test", result.test);
+    if (verbose && device.is_cuda()) print_cache_stats(device);
     task.reset();
     group.reset();
     sonata::finalize();
