@@ -81,9 +81,14 @@ set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 find_package(CUDAToolkit REQUIRED)
 set(SONATA_WITH_CUDA ON)
 
-# Python wheels: every site-packages an interpreter on this machine knows about.
-set(_sonata_wheel_roots "")
-foreach(_py python3 /usr/bin/python3)
+# Python wheels: every site-packages an interpreter on this machine knows about. SONATA_PYTHON
+# (or $PYTHON) first, then the lent GPU machines' PyTorch interpreter, whose venv is not on
+# their PATH, then whatever python3 is. SONATA_WHEEL_SITE names a site-packages folder
+# directly (tools/rehearse_card_build.sh: wheels unpacked here, no interpreter needed).
+set(SONATA_PYTHON "$ENV{PYTHON}" CACHE STRING "Python interpreter whose wheels may hold cuDNN and NCCL")
+set(SONATA_WHEEL_SITE "" CACHE PATH "A site-packages folder holding nvidia/cudnn and nvidia/nccl")
+set(_sonata_wheel_roots ${SONATA_WHEEL_SITE})
+foreach(_py ${SONATA_PYTHON} /opt/torch/.venv/bin/python3 python3 /usr/bin/python3)
   execute_process(COMMAND ${_py} -c "import site,sys; print(';'.join(site.getsitepackages()+[site.getusersitepackages()]))"
                   OUTPUT_VARIABLE _sp OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
   if(_rc EQUAL 0)
@@ -103,8 +108,10 @@ function(sonata_find_cuda_lib var header libname root_var wheel_dir)
     list(APPEND _hints ${_sp}/nvidia/${wheel_dir} ${_sp}/nvidia/cu13 ${_sp}/nvidia/cu12)
   endforeach()
   find_path(${var}_INCLUDE ${header} HINTS ${_hints} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
-  # Wheels ship only the versioned shared object (libcudnn.so.9, libnccl.so.2).
-  find_library(${var}_LIB NAMES ${libname} lib${libname}.so.9 lib${libname}.so.2
+  # Wheels ship only the versioned shared object (libcudnn.so.9, libnccl.so.2). NAMES_PER_DIR:
+  # the first folder of the hints wins whichever name it holds, so a named root or a wheel is
+  # not passed over for a toolkit's libcudnn.so that the header found first does not match.
+  find_library(${var}_LIB NAMES ${libname} lib${libname}.so.9 lib${libname}.so.2 NAMES_PER_DIR
                HINTS ${_hints} ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib lib64)
   if(${var}_INCLUDE AND ${var}_LIB)
     set(${var}_FOUND ON PARENT_SCOPE)

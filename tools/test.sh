@@ -7,7 +7,8 @@
 # summary of the main build comes last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/setup.sh
+# espeak-ng and sox: the GPU check's rehearsal speaks its small corpus (below).
+SONATA_EXTRA_PACKAGES="${SONATA_EXTRA_PACKAGES:-} espeak-ng sox" tools/setup.sh
 build_dir=${SONATA_BUILD_DIR:-build}
 
 # One sanitizer build for the CPU tests and the CUDA code: SONATA_CUDA=EMU compiles the CUDA
@@ -25,8 +26,9 @@ if [ "${SONATA_LEAK_CHECK:-1}" = 1 ]; then
   # defines.
   read -r -a emu_tests <<<"$(ninja -C build-emu -t targets all |
     sed -n 's/^\(sonata_emu_[a-z_]*_\(tests\|mpi\)\): .*/\1/p' | sort -u | tr '\n' ' ')"
+  # bench_models and featurize: the GPU check's rehearsal below.
   cmake --build build-emu -j "$(nproc)" --target sonata_tests sonata_cuda_tests \
-    sonata_comm_tests trainer "${emu_tests[@]}"
+    sonata_comm_tests trainer bench_models featurize "${emu_tests[@]}"
   # comm/ (MPI under mpiexec) and bench/ run in the main build; cuda/comm_nccl_np2 is the
   # NCCL path under mpiexec here.
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-emu --output-on-failure -j "$(nproc)" \
@@ -37,6 +39,10 @@ if [ "${SONATA_LEAK_CHECK:-1}" = 1 ]; then
     echo "CUDA tests were skipped under the emulator (above)"
     exit 1
   fi
+  # The lent GPU machine's check (tools/gpu_check.sh), rehearsed on this emulator build from
+  # a relocated copy of the checkout with only the carried folder, short shapes, no network.
+  echo "== the GPU check rehearsed on the emulator (tools/rehearse_gpu_check.sh) =="
+  tools/rehearse_gpu_check.sh build-emu
 fi
 
 # libFuzzer on the safetensors and .npy readers (build-fuzz/, clang): a bounded run from the

@@ -22,8 +22,10 @@ namespace sonata {
 namespace {
 
 namespace fs = std::filesystem;
-// 2: clips known by their canonical audio path (1: by their path relative to the manifest).
-constexpr int kIndexFormat = 2;
+// 3: clips known by their canonical audio path and by that path relative to the cache folder
+// (2: by the canonical path alone, still read; 1: by their path relative to the manifest).
+constexpr int kIndexFormat = 3;
+constexpr int kOldestReadableFormat = 2;
 
 std::map<std::string, std::string> fields_of(const std::string& described) {
   std::map<std::string, std::string> fields;
@@ -71,6 +73,10 @@ std::string clip_key(const std::string& clip_path) {
   return (error ? absolute.lexically_normal() : canonical).string();
 }
 
+std::string clip_key_in_cache(const std::string& key, const std::string& cache_folder) {
+  return fs::path(key).lexically_relative(clip_key(cache_folder)).string();
+}
+
 std::string cache_file_name(const std::string& clip_path) {
   return fs::path(clip_key(clip_path)).relative_path().string() + ".npy";
 }
@@ -91,7 +97,8 @@ FeaturizeSummary featurize_clips(const std::vector<std::string>& clip_paths,
                  dtype_name(options.dtype));
   }
   const int64_t count = int64_t(clip_paths.size());
-  std::vector<std::string> keys(clip_paths.size()), names(clip_paths.size());
+  std::vector<std::string> keys(clip_paths.size()), names(clip_paths.size()),
+      relative_keys(clip_paths.size());
   std::vector<int64_t> frames(clip_paths.size(), 0);
   std::vector<char> reused(clip_paths.size(), 0);
   std::vector<double> seconds(clip_paths.size(), 0);
@@ -100,6 +107,7 @@ FeaturizeSummary featurize_clips(const std::vector<std::string>& clip_paths,
   parallel_for(count, options.workers, [&](int64_t i) {
     const std::string& clip = clip_paths[size_t(i)];
     keys[size_t(i)] = clip_key(clip);
+    relative_keys[size_t(i)] = clip_key_in_cache(keys[size_t(i)], cache_folder);
     names[size_t(i)] = fs::path(keys[size_t(i)]).relative_path().string() + ".npy";
     const fs::path target = fs::path(cache_folder) / names[size_t(i)];
     bool have = false;
@@ -138,7 +146,10 @@ FeaturizeSummary featurize_clips(const std::vector<std::string>& clip_paths,
   index["clips"] = nlohmann::ordered_json::array();
   FeaturizeSummary summary;
   for (size_t i = 0; i < clip_paths.size(); ++i) {
-    index["clips"].push_back({{"audio", keys[i]}, {"file", names[i]}, {"frames", frames[i]}});
+    index["clips"].push_back({{"audio", keys[i]},
+                              {"relative", relative_keys[i]},
+                              {"file", names[i]},
+                              {"frames", frames[i]}});
     (reused[i] ? summary.reused : summary.written) += 1;
     summary.seconds_of_audio += seconds[i];
   }
@@ -175,10 +186,11 @@ FeatureCache::FeatureCache(const std::string& cache_folder, const FeatureConfig&
   SONATA_CHECK(index.is_object() && index.value("format", 0) != 1, "feature cache ", cache_folder,
                " was written by an older featurize, which named clips by their path relative to "
                "the manifest (index format 1); run featurize again into a new folder");
-  SONATA_CHECK(index.is_object() && index.value("format", 0) == kIndexFormat &&
+  const int format = index.value("format", 0);
+  SONATA_CHECK(format >= kOldestReadableFormat && format <= kIndexFormat &&
                    index.contains("features") && index.contains("clips") && index.contains("dtype"),
                "feature cache index ", index_path, " is not a sonata feature cache index (format ",
-               kIndexFormat, ")");
+               kOldestReadableFormat, " to ", kIndexFormat, ")");
   const std::string cached = index["features"].get<std::string>();
   const std::vector<std::string> differences =
       feature_config_differences(cached, describe(expected));
@@ -190,20 +202,33 @@ FeatureCache::FeatureCache(const std::string& cache_folder, const FeatureConfig&
                     " was made with other feature parameters (cache -> wanted): ", list));
   }
   dtype_ = index["dtype"] == "f16" ? DType::f16 : DType::f32;
-  for (const auto& clip : index["clips"])
-    clips_[clip["audio"].get<std::string>()] = {clip["file"].get<std::string>(),
-                                                clip["frames"].get<int64_t>()};
+  for (const auto& clip : index["clips"]) {
+    const std::string audio = clip["audio"].get<std::string>();
+    clips_[audio] = {clip["file"].get<std::string>(), clip["frames"].get<int64_t>()};
+    // Format 2 knew clips by their absolute path alone.
+    if (clip.contains("relative")) by_relative_key_[clip["relative"].get<std::string>()] = audio;
+  }
+}
+
+std::map<std::string, FeatureCache::Clip>::const_iterator FeatureCache::find(
+    const std::string& key) const {
+  const auto found = clips_.find(key);
+  if (found != clips_.end()) return found;
+  // Not where it was featurised: the same place relative to the cache, in a moved folder.
+  const auto relative = by_relative_key_.find(clip_key_in_cache(key, folder_));
+  return relative == by_relative_key_.end() ? clips_.end() : clips_.find(relative->second);
 }
 
 bool FeatureCache::contains(const std::string& clip_path) const {
-  return clips_.count(clip_key(clip_path)) > 0;
+  return find(clip_key(clip_path)) != clips_.end();
 }
 
 Tensor FeatureCache::features(const std::string& clip_path) const {
   const std::string key = clip_key(clip_path);
-  const auto found = clips_.find(key);
+  const auto found = find(key);
   SONATA_CHECK(found != clips_.end(), "feature cache ", folder_, " has no features for ", key,
-               " (run featurize on its manifest)");
+               " (at its path when featurised, or at the same place relative to the cache; run "
+               "featurize on its manifest)");
   const Clip& clip = found->second;
   const Tensor features = map_npy((fs::path(folder_) / clip.file).string());
   SONATA_CHECK(features.dim() == 2 && features.size(0) == clip.frames && features.dtype() == dtype_,

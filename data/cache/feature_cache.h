@@ -9,9 +9,12 @@
 // clip_key), so the same audio finds its features however a manifest reached it: through a
 // relative or an absolute manifest path, relative or absolute lines, a link. Its .npy mirrors
 // that path under the cache (/data/a/b.wav -> DIR/data/a/b.wav.npy; a.wav and a.flac never
-// collide, nor do two manifests' "a.wav" in different folders). Caches of the first index
-// format, named by paths relative to the manifest, are refused with the advice to re-run
-// featurize.
+// collide, nor do two manifests' "a.wav" in different folders). The index also holds that
+// path relative to the cache folder, looked up when the canonical path is not there: a corpus
+// folder featurised here (audio, manifests and cache inside it) is found after it moves, to
+// another checkout or machine (tools/prepare_card.sh; a lent GPU machine decodes no audio).
+// Caches of the second format (canonical paths alone) are read as before; those of the first,
+// named by paths relative to the manifest, are refused with the advice to re-run featurize.
 //
 // Readers memory-map the clips (engine/io/npy.h map_npy), refuse a cache made with other
 // feature parameters, naming each differing field, and refuse a clip whose features hold a
@@ -42,6 +45,8 @@ struct FeaturizeSummary {
 // What the cache knows a clip by: its audio file's absolute path with "." and ".." steps and
 // symbolic links resolved (as far as the path exists).
 std::string clip_key(const std::string& clip_path);
+// A clip key (clip_key) relative to the cache folder (itself made canonical): "../wav/a.wav".
+std::string clip_key_in_cache(const std::string& key, const std::string& cache_folder);
 // The cache file of a clip, relative to the cache folder.
 std::string cache_file_name(const std::string& clip_path);
 
@@ -68,9 +73,13 @@ class FeatureCache {
     std::string file;  // relative to the cache folder
     int64_t frames = 0;
   };
+  // The clip of a clip_key: at its canonical path, else at its place relative to the cache.
+  std::map<std::string, Clip>::const_iterator find(const std::string& key) const;
+
   std::string folder_;
   DType dtype_ = DType::f32;
-  std::map<std::string, Clip> clips_;  // by clip_key
+  std::map<std::string, Clip> clips_;                   // by clip_key
+  std::map<std::string, std::string> by_relative_key_;  // clip_key_in_cache -> clip_key
 };
 
 // "field: a -> b" for each field where two describe() texts differ.

@@ -42,5 +42,10 @@ std::string out_of_memory_message(const char* what, size_t bytes, int device,
 // synchronisation, where cuBLAS, cuDNN, NCCL's buffers (plain cudaMalloc, often late: NCCL
 // at its first large all-reduce) and other processes can get it.
 uint64_t pool_release_threshold(uint64_t total);
+// The same, capped at `cache_mb` MiB when that is set (the environment variable
+// SONATA_CUDA_POOL_CACHE_MB, its text): several processes on one card (ctest -j, the GPU
+// check) then leave each other room instead of each caching 15/16 of it. Not a whole number
+// of MiB is an error naming the variable.
+uint64_t pool_release_threshold(uint64_t total, const char* cache_mb);
 
 }  // namespace sonata::kernels

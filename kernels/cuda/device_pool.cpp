@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 
 #include "base/cuda_check.h"
@@ -34,7 +35,8 @@ void configure_device_pool(int device) {
   std::call_once(configured[size_t(device)], [device] {
     cudaDeviceProp properties{};
     CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
-    uint64_t threshold = pool_release_threshold(uint64_t(properties.totalGlobalMem));
+    uint64_t threshold = pool_release_threshold(uint64_t(properties.totalGlobalMem),
+                                                std::getenv("SONATA_CUDA_POOL_CACHE_MB"));
     CUDA_CHECK(
         cudaMemPoolSetAttribute(default_pool(device), cudaMemPoolAttrReleaseThreshold, &threshold));
   });

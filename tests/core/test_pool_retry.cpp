@@ -73,3 +73,15 @@ TEST_CASE("the pool gives back all but what leaves the libraries room", "[core][
   CHECK(pool_release_threshold(8 * gib) == 7 * gib);    // at least 1 GiB
   CHECK(pool_release_threshold(gib / 2) == 0);
 }
+
+TEST_CASE("SONATA_CUDA_POOL_CACHE_MB caps what the pool keeps cached", "[core][allocator]") {
+  const uint64_t gib = uint64_t(1) << 30;
+  CHECK(pool_release_threshold(80 * gib, nullptr) == 75 * gib);  // unset: the default
+  CHECK(pool_release_threshold(80 * gib, "") == 75 * gib);
+  CHECK(pool_release_threshold(80 * gib, "8192") == 8 * gib);  // 8 test processes on one card
+  CHECK(pool_release_threshold(80 * gib, "0") == 0);           // nothing cached past a sync
+  CHECK(pool_release_threshold(8 * gib, "16384") == 7 * gib);  // never above the default
+  for (const char* bad : {"8G", "-1", " 5", "1.5", "99999999999999999999"})
+    CHECK_THROWS_WITH(pool_release_threshold(80 * gib, bad),
+                      Catch::Contains("SONATA_CUDA_POOL_CACHE_MB") && Catch::Contains(bad));
+}

@@ -1,10 +1,14 @@
 // --feature-cache finds a clip's features however the manifest was reached (featurize with a
 // relative manifest path, train with an absolute one, and the reverse; absolute or relative
-// lines; a linked folder), refuses caches of the first index format with the advice to
-// re-run featurize, and treats a clip whose cached features hold a NaN as bad input, named.
+// lines; a linked folder), finds it after the corpus folder moves (its path relative to the
+// cache), still reads caches of the second index format, refuses those of the first with the advice
+// to re-run featurize, and treats a clip whose cached features hold a NaN as bad input, named.
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -88,6 +92,36 @@ TEST_CASE("feature cache: a clip finds its features whichever path reached its m
   TrainerOptions linked =
       cached_ds2_options(folder.file("link/linked.tsv"), folder.file("cache_absolute"));
   CHECK(SpeechTask(linked, Vocabulary()).train_items() == 4);
+}
+
+TEST_CASE("feature cache: a corpus folder featurised in one place is found after it moves",
+          "[cache][trainer]") {
+  // As tools/prepare_card.sh does: audio, manifest and cache in one folder, featurised there,
+  // then carried to another path (another checkout, a lent GPU machine).
+  TemporaryFolder folder("cache_moved");
+  const fs::path before = folder.path() / "corpus", after = folder.path() / "carried";
+  fs::create_directories(before);
+  const std::string train = write_letters_corpus(before.string(), "train", 4, 3);
+  TrainerOptions options = cached_ds2_options(train, (before / "cache").string());
+  featurize_manifest(train, options, options.feature_cache);
+  fs::rename(before, after);
+
+  options.train_manifest = (after / fs::path(train).filename()).string();
+  options.feature_cache = (after / "cache").string();
+  CHECK(SpeechTask(options, Vocabulary()).train_items() == 4);
+
+  // A cache of the second format (canonical paths alone) still serves clips where they were.
+  const std::string index_path = (after / "cache" / "index.json").string();
+  nlohmann::json index = nlohmann::json::parse(std::ifstream(index_path));
+  index["format"] = 2;
+  for (auto& clip : index["clips"]) {
+    clip["audio"] =
+        (fs::weakly_canonical(after) / fs::path(clip["audio"].get<std::string>()).filename())
+            .string();
+    clip.erase("relative");
+  }
+  write_text(index_path, index.dump());
+  CHECK(SpeechTask(options, Vocabulary()).train_items() == 4);
 }
 
 TEST_CASE("feature cache: NaN features are bad input naming the clip, and old caches are refused",
