@@ -2,6 +2,7 @@
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
+#include "engine/ops/masked_batch_norm.h"
 
 namespace sonata {
 
@@ -41,6 +42,12 @@ Tensor BatchNorm::forward_relu(const Tensor& x) {
   const BatchNormOptions options = options_for_step();
   return batch_norm_relu(x, weight_, bias_, running_mean_, running_var_, options,
                          options.training ? stats_reducer_ : nullptr);
+}
+
+Tensor BatchNorm::forward_masked(const Tensor& x, const Tensor& lengths) {
+  const BatchNormOptions options = options_for_step();
+  return masked_batch_norm(x, lengths, weight_, bias_, running_mean_, running_var_, options,
+                           options.training ? stats_reducer_ : nullptr);
 }
 
 int64_t set_batch_norm_stats_reducer(Module& module,
