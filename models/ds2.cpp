@@ -107,6 +107,7 @@ Ds2::Ds2(const Ds2Options& options) : options_(options) {
       layer.bidirectional = options.bidirectional;
       layer.sum_directions = sum;
       layer.batch_norm = options.seq_batch_norm && k > 0;
+      layer.mask_padding = options.mask_padding;
       rnns_.push_back(std::make_shared<BatchRnn>(layer));
       rnns->push_back(rnns_.back());
       inputs = rnns_.back()->output_size();

@@ -22,7 +22,8 @@
 // longest one: the output on the valid frames, the loss and every gradient are the same
 // whether the batch was padded to its longest clip or to a multiple of 8 frames
 // (deepspeech.pytorch's MaskConv zeroes the same frames, but its BatchNorm2d still counts
-// them). With mask_padding off the convs run over the padded batch as it is, as
+// them). The sequence-wise BatchNorm1d of seq_batch_norm is masked to the valid frames alike.
+// With mask_padding off the convs run over the padded batch as it is, as
 // bench/peer_train_speech.py's torch model does: the padding enters the batch statistics and
 // the last valid frames see padded neighbours. The RNN then takes each sample's output length
 // (pack_padded_sequence semantics), and frames past it give 0 to fc.

@@ -2,13 +2,15 @@
 // multiple of 8 frames (SpeechBatcher's default, for fewer cuDNN shapes): with the convs'
 // batch norm masked to the valid frames (the default) the loss, the log-probabilities on
 // valid frames, every gradient and the running statistics agree up to rounding; without it
-// (mask-padding 0, the torch peer's model) the padding changes the loss.
+// (mask-padding 0, the torch peer's model) the padding changes the loss. The same with the
+// sequence-wise BatchNorm1d between RNN layers, masked alike.
 #include <catch2/catch.hpp>
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "engine/random.h"
@@ -31,14 +33,12 @@ struct StepResult {
 
 // One training step's loss and gradients of a fresh seeded model on the fixed batch, its time
 // axis zero-padded to `frames`.
-StepResult train_step(const std::string& mask_padding, int64_t frames) {
+StepResult train_step(const std::map<std::string, std::string>& extra, int64_t frames) {
+  std::map<std::string, std::string> values = {
+      {"num-mels", str(kMels)}, {"conv-channels", "4"}, {"hidden", "8"}, {"layers", "2"}};
+  for (const auto& [key, value] : extra) values[key] = value;
   manual_seed(0);
-  auto model = std::dynamic_pointer_cast<Ds2>(
-      make_model("ds2", ModelConfig({{"num-mels", str(kMels)},
-                                     {"conv-channels", "4"},
-                                     {"hidden", "8"},
-                                     {"layers", "2"},
-                                     {"mask-padding", mask_padding}})));
+  auto model = std::dynamic_pointer_cast<Ds2>(make_model("ds2", ModelConfig(values)));
   REQUIRE(model);
   model->to(DType::f64);
   model->train();
@@ -67,11 +67,9 @@ StepResult train_step(const std::string& mask_padding, int64_t frames) {
   return result;
 }
 
-}  // namespace
-
-TEST_CASE("ds2 with masked batch norm: padding to 1 or to 8 frames gives the same step",
-          "[models][ds2][padding]") {
-  const StepResult longest = train_step("1", 13), multiple = train_step("1", 16);
+// Every variant's step on the batch padded to its longest clip (13 frames) and to 16.
+void require_same_step(const std::map<std::string, std::string>& extra) {
+  const StepResult longest = train_step(extra, 13), multiple = train_step(extra, 16);
   CHECK(multiple.loss == Approx(longest.loss).epsilon(1e-12));
   // The padded batch has one more output frame, 0 on every sample.
   REQUIRE(multiple.log_probs.size(0) == longest.log_probs.size(0) + 1);
@@ -89,8 +87,21 @@ TEST_CASE("ds2 with masked batch norm: padding to 1 or to 8 frames gives the sam
   }
 }
 
+}  // namespace
+
+TEST_CASE("ds2 with masked batch norm: padding to 1 or to 8 frames gives the same step",
+          "[models][ds2][padding]") {
+  require_same_step({});
+}
+
+TEST_CASE("ds2 with masked sequence-wise batch norm (GRU, summed): padding changes nothing",
+          "[models][ds2][padding]") {
+  require_same_step({{"seq-batch-norm", "1"}, {"rnn", "gru"}, {"merge", "sum"}});
+}
+
 TEST_CASE("ds2 without masking (the torch peer's model) changes with the padding",
           "[models][ds2][padding]") {
-  const StepResult longest = train_step("0", 13), multiple = train_step("0", 16);
+  const StepResult longest = train_step({{"mask-padding", "0"}}, 13),
+                   multiple = train_step({{"mask-padding", "0"}}, 16);
   CHECK(std::abs(multiple.loss - longest.loss) > 1e-6 * std::abs(longest.loss));
 }
