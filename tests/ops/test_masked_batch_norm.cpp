@@ -14,6 +14,7 @@
 #include "engine/ops/masked_batch_norm.h"
 #include "tests/cases/batch_norm_cases.h"
 #include "tests/ops/op_test_util.h"
+#include "tests/support/tensor_compare.h"
 
 using namespace sonata;
 using namespace sonata::testing;
