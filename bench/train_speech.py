@@ -5,12 +5,14 @@ bench/peer_train_speech.py (wall_s, dev_cer_under_5_at_s, dev_cer_under_1_at_s, 
 test_cer, test_wer), so bench/compare --work demo can put the two side by side.
 
   bench/train_speech.py --data demo_data/speech [--epochs 6] [--threads 2] [--build-dir build]
+                        [--seed 1] [--work demo] [-- TRAINER OPTIONS...]
 
 The recipe is tools/recipes/speech_demo.yaml (the one tools/demo.sh trains), evaluated after
 every epoch with greedy decoding only (as the peer: --beam-width 0). Times come from the
 trainer's metrics.jsonl (elapsed_s of each dev evaluation, from the process start), the wall
 time from this script around the whole process (start, corpus features, training,
-evaluations, exit).
+evaluations, exit). Options after `--` go to the trainer last (bench/realspeech.py's ablation
+switches: --pad-frames-to 1, --mask-padding 0, ...).
 """
 import argparse
 import json
@@ -31,6 +33,9 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="OMP_NUM_THREADS (0: all cores)")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--recipe", default=RECIPE)
+    ap.add_argument("--seed", type=int, default=None, help="the trainer's --seed")
+    ap.add_argument("--work", default="demo", help="the JSON line's work name")
+    ap.add_argument("trainer_args", nargs="*", help="after --: more trainer options")
     a = ap.parse_args()
     env = dict(os.environ)
     if a.threads:
@@ -42,6 +47,9 @@ def main():
                    "--test", os.path.join(a.data, "test.tsv"),
                    "--epochs", str(a.epochs), "--beam-width", "0", "--progress", "lines",
                    "--device", "cpu", "--checkpoint-dir", run_dir]
+        if a.seed is not None:
+            command += ["--seed", str(a.seed)]
+        command += a.trainer_args
         print("train_speech: " + " ".join(command), file=sys.stderr, flush=True)
         start = time.perf_counter()
         done = subprocess.run(command, env=env, stdout=sys.stderr)
@@ -63,7 +71,7 @@ def main():
         # The trainer's CER is a fraction; the peer's a percentage.
         return next((round(r["elapsed_s"], 1) for r in dev if 100 * r["cer"] < limit), None)
 
-    print(json.dumps({"work": "demo", "engine": "sonata", "threads": a.threads,
+    print(json.dumps({"work": a.work, "engine": "sonata", "threads": a.threads, "seed": a.seed,
                       "wall_s": round(wall, 1), "epochs": a.epochs,
                       "dev_cer_under_5_at_s": first_under(5.0),
                       "dev_cer_under_1_at_s": first_under(1.0),

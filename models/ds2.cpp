@@ -1,5 +1,6 @@
 #include "models/ds2.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -27,6 +28,28 @@ int64_t conv_output_size(int64_t size, int64_t kernel, int64_t stride, int64_t p
   const int64_t numerator = size + 2 * padding - (kernel - 1) - 1;
   const int64_t floor = numerator >= 0 ? numerator / stride : -((-numerator + stride - 1) / stride);
   return floor + 1;
+}
+
+// A sample's frames after the first `convs` convolutions.
+int64_t frames_after(int64_t frames, size_t convs) {
+  for (size_t k = 0; k < convs; ++k)
+    frames =
+        conv_output_size(frames, kConvs[k].kernel[0], kConvs[k].stride[0], kConvs[k].padding[0]);
+  return frames;
+}
+
+// x [N, C, T, F] with each sample's frames from lengths[n] on set to 0 (x itself when every
+// sample is full length).
+Tensor zero_padded_frames(const Tensor& x, const std::vector<int64_t>& lengths) {
+  const int64_t batch = x.size(0), frames = x.size(2);
+  if (std::all_of(lengths.begin(), lengths.end(), [&](int64_t l) { return l >= frames; })) return x;
+  std::vector<double> valid(size_t(batch * frames), 0.0);
+  for (int64_t n = 0; n < batch; ++n)
+    std::fill_n(valid.begin() + n * frames, lengths[size_t(n)], 1.0);
+  const Tensor mask = from_vector(valid, {batch, 1, frames, 1}, TensorOptions{}.with(DType::f64))
+                          .to(x.dtype())
+                          .to(x.device());
+  return mul(x, mask);
 }
 
 int64_t conv_output_features(int64_t num_mels) {
@@ -84,6 +107,7 @@ Ds2::Ds2(const Ds2Options& options) : options_(options) {
       layer.bidirectional = options.bidirectional;
       layer.sum_directions = sum;
       layer.batch_norm = options.seq_batch_norm && k > 0;
+      layer.mask_padding = options.mask_padding;
       rnns_.push_back(std::make_shared<BatchRnn>(layer));
       rnns->push_back(rnns_.back());
       inputs = rnns_.back()->output_size();
@@ -103,9 +127,7 @@ Ds2::Ds2(const Ds2Options& options) : options_(options) {
 }
 
 int64_t Ds2::output_frames(int64_t frames) const {
-  for (const ConvSpec& conv : kConvs)
-    frames = conv_output_size(frames, conv.kernel[0], conv.stride[0], conv.padding[0]);
-  return frames;
+  return frames_after(frames, std::size(kConvs));
 }
 
 Tensor Ds2::forward(const Tensor& x) {
@@ -134,7 +156,7 @@ ModelLayer Ds2::conv_block(size_t block) {
     modules.push_back(conv[k].second.get());
   }
   const bool opens = block == 0, closes = block + 1 == std::size(kConvs);
-  layer.forward = [this, modules, opens, closes](const LayerValue& in) {
+  layer.forward = [this, modules, opens, closes, block](const LayerValue& in) {
     LayerValue out = in;
     if (opens) {  // the input checks; the lengths become explicit
       SONATA_CHECK(in.x.defined() && in.x.dim() == 4 && in.x.size(1) == 1 &&
@@ -142,15 +164,23 @@ ModelLayer Ds2::conv_block(size_t block) {
                    "ds2: expected input [N, 1, T, ", options_.num_mels, "], got ",
                    in.x.defined() ? shape_str(in.x.shape()) : std::string("undefined"));
       const int64_t batch = in.x.size(0);
-      out.lengths = from_vector(checked_lengths(in.lengths, batch, in.x.size(2)), {batch});
+      const std::vector<int64_t> lengths = checked_lengths(in.lengths, batch, in.x.size(2));
+      out.lengths = from_vector(lengths, {batch});
+      if (options_.mask_padding) out.x = zero_padded_frames(out.x, lengths);
     }
-    for (Module* module : modules) out.x = module->forward(out.x);
+    // Between blocks the lengths stay the input's; this block's conv output has these.
+    std::vector<int64_t> valid = out.lengths.to_vector<int64_t>();
+    for (int64_t& length : valid) length = frames_after(length, block + 1);
+    const Tensor conv_lengths = from_vector(valid, {int64_t(valid.size())});
+    for (Module* module : modules) {
+      auto* batch_norm = dynamic_cast<BatchNorm*>(module);
+      out.x = options_.mask_padding && batch_norm ? batch_norm->forward_masked(out.x, conv_lengths)
+                                                  : module->forward(out.x);
+    }
     if (closes) {  // [N, C, T', F'] -> [T', N, C * F'], and the lengths along T'
       const int64_t steps = out.x.size(2), batch = out.x.size(0);
       out.x = out.x.permute({2, 0, 1, 3}).reshape({steps, batch, -1});
-      std::vector<int64_t> valid = out.lengths.to_vector<int64_t>();
-      for (int64_t& length : valid) length = output_frames(length);
-      out.lengths = from_vector(valid, {batch});
+      out.lengths = conv_lengths;
     }
     return out;
   };
@@ -192,8 +222,9 @@ LayerSequence Ds2::make_logit_layers() const {
 }
 
 std::shared_ptr<Module> make_ds2(const ModelConfig& config) {
-  config.check_keys("ds2", {"num-mels", "num-classes", "vocab-size", "conv-channels", "hidden",
-                            "layers", "rnn", "bidirectional", "merge", "seq-batch-norm"});
+  config.check_keys(
+      "ds2", {"num-mels", "num-classes", "vocab-size", "conv-channels", "hidden", "layers", "rnn",
+              "bidirectional", "merge", "seq-batch-norm", "mask-padding"});
   Ds2Options options;
   options.num_mels = config.get_int("num-mels", options.num_mels);
   options.num_classes = config.get_int("num-classes", options.num_classes);
@@ -219,6 +250,8 @@ std::shared_ptr<Module> make_ds2(const ModelConfig& config) {
                                              {"concat", "sum"}) == "sum";
   options.seq_batch_norm =
       config.get_choice("seq-batch-norm", bit(options.seq_batch_norm), {"0", "1"}) == "1";
+  options.mask_padding =
+      config.get_choice("mask-padding", bit(options.mask_padding), {"0", "1"}) == "1";
   return std::make_shared<Ds2>(options);
 }
 
@@ -231,7 +264,8 @@ std::vector<ModelOption> ds2_model_options() {
           {"rnn", str("lstm | gru; ", ds2.rnn == RnnKind::gru ? "gru" : "lstm")},
           {"bidirectional", str("0 | 1; ", bit(ds2.bidirectional))},
           {"merge", str("concat | sum; ", ds2.sum_directions ? "sum" : "concat")},
-          {"seq-batch-norm", str("0 | 1; ", bit(ds2.seq_batch_norm))}};
+          {"seq-batch-norm", str("0 | 1; ", bit(ds2.seq_batch_norm))},
+          {"mask-padding", str("0 | 1; ", bit(ds2.mask_padding))}};
 }
 
 }  // namespace sonata

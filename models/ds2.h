@@ -15,10 +15,18 @@
 // (k >= 1) and rnns.{k}.rnn.weight_ih_l0..., and the sum is taken after every layer (the next
 // layer reads H features, and fc is Linear(H, C)).
 //
-// Ragged batches: the convs run over the padded batch as it is (no masking of padded frames,
-// unlike deepspeech.pytorch's MaskConv), so BatchNorm2d's batch statistics include the padding
-// and the last valid frames see padded neighbours; the RNN then takes each sample's output
-// length (pack_padded_sequence semantics), and frames past it give 0 to fc.
+// Ragged batches: by default (mask_padding) every sample's padded frames are zeroed at the
+// input and each BatchNorm2d is masked_batch_norm over the valid frames of its conv's output
+// (statistics of the valid frames alone, 0 on padding; Hardtanh(0, 20) keeps the 0), so the
+// next conv reads zeros past each sample's end, as it reads its own zero padding past the
+// longest one: the output on the valid frames, the loss and every gradient are the same
+// whether the batch was padded to its longest clip or to a multiple of 8 frames
+// (deepspeech.pytorch's MaskConv zeroes the same frames, but its BatchNorm2d still counts
+// them). The sequence-wise BatchNorm1d of seq_batch_norm is masked to the valid frames alike.
+// With mask_padding off the convs run over the padded batch as it is, as
+// bench/peer_train_speech.py's torch model does: the padding enters the batch statistics and
+// the last valid frames see padded neighbours. The RNN then takes each sample's output length
+// (pack_padded_sequence semantics), and frames past it give 0 to fc.
 #include <memory>
 #include <vector>
 
@@ -41,6 +49,7 @@ struct Ds2Options {
   bool bidirectional = true;
   bool sum_directions = false;
   bool seq_batch_norm = false;
+  bool mask_padding = true;  // the convs' BatchNorm over valid frames only (above)
 };
 
 using Ds2Output = SpeechOutput;
@@ -88,7 +97,7 @@ class Ds2 : public SpeechModel {
 
 // Options from the registry's strings: num-mels, num-classes (or vocab-size), conv-channels,
 // hidden, layers, rnn (lstm | gru), bidirectional (0 | 1), merge (concat | sum),
-// seq-batch-norm (0 | 1).
+// seq-batch-norm (0 | 1), mask-padding (0 | 1).
 std::shared_ptr<Module> make_ds2(const ModelConfig& config);
 // The options a user sets (the task sets num-mels and num-classes), with Ds2Options' defaults,
 // for the registry's row.

@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
+#include "engine/ops/masked_batch_norm.h"
 #include "engine/ops/zero_gradient.h"
 
 namespace sonata {
@@ -55,6 +56,12 @@ Tensor BatchNorm::forward_relu_without_bias(const Tensor& x, const Tensor& bias)
     running_mean_.add_(bias.detach().to(running_mean_.dtype()), momentum_);
   }
   return out;
+}
+
+Tensor BatchNorm::forward_masked(const Tensor& x, const Tensor& lengths) {
+  const BatchNormOptions options = options_for_step();
+  return masked_batch_norm(x, lengths, weight_, bias_, running_mean_, running_var_, options,
+                           options.training ? stats_reducer_ : nullptr);
 }
 
 int64_t set_batch_norm_stats_reducer(Module& module,

@@ -23,6 +23,10 @@ class BatchNorm : public Module {
   // forward_relu(x)'s, the running mean gets the bias back (the mean it would have seen), and
   // `bias` gets an exact zero gradient. Only where uses_batch_statistics().
   Tensor forward_relu_without_bias(const Tensor& x, const Tensor& bias);
+  // Over a padded batch of sequences x [N, C, T, *] whose sample n has lengths[n] valid frames:
+  // masked_batch_norm (engine/ops/masked_batch_norm.h), statistics of the valid frames alone
+  // and 0 on the padding, so the result does not depend on how far the batch was padded.
+  Tensor forward_masked(const Tensor& x, const Tensor& lengths);
   // Training statistics over every process (SyncBatchNorm); null (the default): this one's.
   void set_stats_reducer(std::shared_ptr<BatchNormStatsReducer> reducer) {
     stats_reducer_ = std::move(reducer);

@@ -27,7 +27,10 @@ int64_t BatchRnn::output_size() const {
 
 Tensor BatchRnn::forward(const Tensor& x, const Tensor& lengths) {
   Tensor input = x;
-  if (bn_) {
+  if (bn_ && options_.mask_padding && lengths.defined()) {
+    // [T, N, H] as [N, H, T], the layout masked_batch_norm reads its lengths along.
+    input = bn_->forward_masked(x.permute({1, 2, 0}), lengths).permute({2, 0, 1});
+  } else if (bn_) {
     const Shape shape = x.shape();
     input = bn_->forward(x.reshape({-1, shape.back()})).reshape(shape);
   }

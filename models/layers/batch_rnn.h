@@ -1,7 +1,8 @@
 #pragma once
 // One recurrent layer of a DeepSpeech2 stack, as deepspeech.pytorch's BatchRNN: optional
 // sequence-wise BatchNorm1d over the input features ("bn", every frame of every sample one
-// row, padded frames included as there), then a one-layer LSTM or GRU ("rnn") run over
+// row: padded frames included as there, or with mask_padding only each sample's valid frames,
+// through masked_batch_norm), then a one-layer LSTM or GRU ("rnn") run over
 // ragged lengths, with the two directions concatenated or summed. State-dict names:
 // bn.weight, bn.running_mean, ..., rnn.weight_ih_l0, rnn.weight_ih_l0_reverse, ...
 #include <memory>
@@ -24,6 +25,7 @@ struct BatchRnnOptions {
   bool bidirectional = true;
   bool sum_directions = false;  // output [T, N, H] instead of [T, N, 2H]
   bool batch_norm = false;
+  bool mask_padding = false;  // bn's statistics over the valid frames only (needs lengths)
 };
 
 class BatchRnn : public Module {

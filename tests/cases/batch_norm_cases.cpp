@@ -22,4 +22,19 @@ const std::vector<BatchNormCase>& batch_norm_cases() {
   return cases;
 }
 
+const std::vector<MaskedBatchNormCase>& masked_batch_norm_cases() {
+  static const std::vector<MaskedBatchNormCase> cases = {
+      {"[N, C, T], ragged", {3, 2, 5}, {5, 3, 1}},
+      {"[N, C, T, F]: DS2's layout", {3, 2, 6, 4}, {6, 2, 4}},
+      {"a sample with no valid frame", {3, 2, 4, 3}, {4, 0, 3}},
+      {"every sample full length: plain batch norm", {2, 3, 4, 2}, {4, 4}},
+      {"one channel, two inner dims", {2, 1, 3, 2, 2}, {1, 3}},
+      {"DS2's conv output: many blocks' worth of frames",
+       {6, 4, 40, 16},
+       {40, 35, 28, 20, 9, 1},
+       true},
+  };
+  return cases;
+}
+
 }  // namespace sonata::testing

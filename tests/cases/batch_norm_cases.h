@@ -19,4 +19,15 @@ struct BatchNormCase {
 
 const std::vector<BatchNormCase>& batch_norm_cases();
 
+// masked_batch_norm's: x [N, C, T, *] with each sample's valid frames along T
+// (tests/ops/test_masked_batch_norm.cpp, tests/cuda/test_cuda_masked_batch_norm.cpp).
+struct MaskedBatchNormCase {
+  std::string name;
+  Shape x;                       // [N, C, T, *]
+  std::vector<int64_t> lengths;  // [N]
+  bool large = false;            // as BatchNormCase's
+};
+
+const std::vector<MaskedBatchNormCase>& masked_batch_norm_cases();
+
 }  // namespace sonata::testing

@@ -52,6 +52,7 @@ TEST_CASE("trainer --help shows the defaults the models are built with", "[model
   CHECK(help_default(help, "merge") ==
         str("concat | sum; ", built.sum_directions ? "sum" : "concat"));
   CHECK(help_default(help, "seq-batch-norm") == str("0 | 1; ", bit(built.seq_batch_norm)));
+  CHECK(help_default(help, "mask-padding") == str("0 | 1; ", bit(built.mask_padding)));
 
   // vgg19_bn's defaults build a 143M-parameter model: its options struct stands in for it.
   const VggOptions vgg;
@@ -63,6 +64,7 @@ TEST_CASE("trainer --help shows the defaults the models are built with", "[model
   // Today's values, so that a change of a default is a decision seen in review.
   CHECK(help_default(help, "hidden") == "256");
   CHECK(help_default(help, "rnn") == "lstm | gru; lstm");
+  CHECK(help_default(help, "mask-padding") == "0 | 1; 1");
   CHECK(help_default(help, "width") == "channel multiplier; 1");
   CHECK(help_default(help, "dropout") == "0.5");
 }

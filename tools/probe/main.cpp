@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   // CTC models (ds2) and the ctc_loss op.
   std::map<std::string, std::string> ds2_options;
   for (const char* key : {"num-mels", "vocab-size", "hidden", "layers", "rnn", "bidirectional",
-                          "merge", "seq-batch-norm"})
+                          "merge", "seq-batch-norm", "mask-padding"})
     app.add_option(std::string("--") + key, ds2_options[key], "model option (ds2)");
   app.add_option("--input-lengths", options.input_lengths, "frames per sample (.npy, integers)");
   app.add_option("--targets", options.targets, "CTC targets, [N, S] padded or concatenated (.npy)");
