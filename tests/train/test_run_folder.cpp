@@ -50,7 +50,7 @@ TrainResult train(const TrainerOptions& options) {
 }  // namespace
 
 TEST_CASE(
-    "trainer: a run not resumed is refused in a folder holding another run; --overwrite "
+    "trainer: a run not resumed is refused in a folder holding another run, --overwrite "
     "moves that run aside, and --resume auto then continues the new one",
     "[trainer][run_folder]") {
   TemporaryFolder folder("run_folder_overwrite");
