@@ -36,16 +36,36 @@ void TrainingRun::announce(int64_t batch_size, int64_t replicas, double peak_lr)
             "; nothing to train. To train further, resume with a larger --epochs or --max-steps"));
 }
 
+namespace {
+
+// The values of device scalars with one copy to the host (each .item() is a copy and a host
+// wait); an undefined tensor reads as 0.
+std::vector<double> read_scalars(const std::vector<Tensor>& scalars) {
+  std::vector<Tensor> parts;
+  for (const Tensor& scalar : scalars)
+    if (scalar.defined()) parts.push_back(cast(scalar, DType::f64).reshape({1}));
+  const std::vector<double> read =
+      parts.empty() ? std::vector<double>{} : cat(parts, 0).to_vector<double>();
+  std::vector<double> values;
+  size_t next = 0;
+  for (const Tensor& scalar : scalars) values.push_back(scalar.defined() ? read[next++] : 0.0);
+  return values;
+}
+
+}  // namespace
+
 void TrainingRun::log_point(int64_t epoch, int64_t step_in_epoch) {
+  // The step's device scalars in one read: the worst non-finite streak, the summed loss and
+  // the gradient norm.
+  const std::vector<double> device_values = read_scalars({worst_bad_streak_, loss_sum_, norm_});
   // Totals over the ranks: loss sums and counts, items, and the worst non-finite streak
   // (as a count of ranks past the limit, so every rank stops together).
   // (Under a pipeline only the last stages compute losses.)
-  const int64_t worst_here =
-      worst_bad_streak_.defined() ? int64_t(worst_bad_streak_.item()) : int64_t(0);
-  const std::vector<double> totals = strategy_->sum_over_ranks(
-      {loss_sum_.defined() ? loss_sum_.item() : 0.0, double(losses_summed_),
-       double(items_since_log_), double(worst_here >= o_.max_bad_steps), double(worst_here),
-       double(frames_since_log_), double(padded_frames_since_log_)});
+  const int64_t worst_here = int64_t(device_values[0]);
+  const std::vector<double> totals =
+      strategy_->sum_over_ranks({device_values[1], double(losses_summed_), double(items_since_log_),
+                                 double(worst_here >= o_.max_bad_steps), double(worst_here),
+                                 double(frames_since_log_), double(padded_frames_since_log_)});
   const double loss = totals[0] / std::max(totals[1], 1.0);
   const double elapsed = std::max(seconds_since(log_start_), 1e-9);
   const double rate = totals[2] / elapsed;
@@ -57,7 +77,7 @@ void TrainingRun::log_point(int64_t epoch, int64_t step_in_epoch) {
                                 {"step", step_},
                                 {"loss", loss},
                                 {"lr", lr},
-                                {"grad_norm", norm_.item()},
+                                {"grad_norm", device_values[2]},
                                 {"loss_scale", scale},
                                 {"items_per_s", rate},
                                 {"data_wait", wait_share},
