@@ -39,11 +39,18 @@ void TrainingRun::announce(int64_t batch_size, int64_t replicas, double peak_lr)
 namespace {
 
 // The values of device scalars with one copy to the host (each .item() is a copy and a host
-// wait); an undefined tensor reads as 0.
+// wait); an undefined tensor reads as 0. Under a pipeline some live on the host: they join
+// the device's first.
 std::vector<double> read_scalars(const std::vector<Tensor>& scalars) {
+  Device gather = Device::cpu();
+  for (const Tensor& scalar : scalars)
+    if (scalar.defined() && scalar.device().is_cuda()) {
+      gather = scalar.device();
+      break;
+    }
   std::vector<Tensor> parts;
   for (const Tensor& scalar : scalars)
-    if (scalar.defined()) parts.push_back(cast(scalar, DType::f64).reshape({1}));
+    if (scalar.defined()) parts.push_back(cast(scalar, DType::f64).to(gather).reshape({1}));
   const std::vector<double> read =
       parts.empty() ? std::vector<double>{} : cat(parts, 0).to_vector<double>();
   std::vector<double> values;
