@@ -199,8 +199,12 @@ Tensor masked_batch_norm(const Tensor& x, const Tensor& lengths, const Tensor& w
                          const std::shared_ptr<BatchNormStatsReducer>& stats_reducer) {
   const std::shared_ptr<BatchNormStatsReducer> sync = options.training ? stats_reducer : nullptr;
   std::vector<int64_t> valid_lengths;
-  const auto [layout, count] = check_inputs(x, lengths, weight, bias, running_mean, running_var,
-                                            options, sync != nullptr, valid_lengths);
+  // Named copies, not a structured binding: clang before 16 cannot capture a binding in the
+  // backward lambda below (the fuzz build is clang 14).
+  const auto checked = check_inputs(x, lengths, weight, bias, running_mean, running_var, options,
+                                    sync != nullptr, valid_lengths);
+  const auto layout = checked.first;
+  const auto count = checked.second;
   const DType dtype = statistics_dtype(x.dtype());
   const Tensor in = x.detach().contiguous();
   const Tensor device_lengths = from_vector(valid_lengths, {layout.batch}).to(x.device());
