@@ -1,13 +1,12 @@
 // Runs the CUDA parity tests when a device is present. Without one, listing still works
 // (ctest discovers the cases at build time) and running exits 77: ctest's SKIP_RETURN_CODE.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 
 #include <cstring>
 #include <iostream>
 
 #include "base/math_mode.h"
 #include "engine/device.h"
+#include "tests/support/catch_runner.h"
 
 int main(int argc, char** argv) {
   bool listing = false;
@@ -20,5 +19,5 @@ int main(int argc, char** argv) {
   // The parity tests compare f32 with the CPU at fp32 tolerances, so TF32 (on for
   // convolutions by default) is off unless a test turns it on (tests/cuda/test_cuda_tf32.cpp).
   sonata::set_tf32_mode(sonata::Tf32Mode::off);
-  return Catch::Session().run(argc, argv);
+  return sonata::testing::run_catch_session(argc, argv);
 }

@@ -1,10 +1,8 @@
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 
 #include "kernels/cpu/capability.h"
+#include "tests/support/catch_runner.h"
 
 int main(int argc, char** argv) {
   // The per-capability ctest entries (tests/CMakeLists.txt) set SONATA_CPU_CAPABILITY: on a
@@ -18,5 +16,5 @@ int main(int argc, char** argv) {
       return 77;
     }
   }
-  return Catch::Session().run(argc, argv);
+  return sonata::testing::run_catch_session(argc, argv);
 }

@@ -7,6 +7,8 @@
 #                      default for a plain configure is "80;90")
 #   SONATA_EXTRA_PACKAGES  more Debian packages to install (the demos add espeak-ng, sox)
 #   SONATA_BUILD_TARGETS   build only these targets (default: everything)
+#   SONATA_CMAKE_ARGS      more CMake options for the configure (tools/test.sh passes
+#                          -DSONATA_UNIT_TESTS=...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,8 +36,10 @@ if [ -z "$archs" ]; then
     archs=90  # no GPU here: compile every kernel once, for Hopper, to prove it builds
   fi
 fi
+read -r -a cmake_args <<<"${SONATA_CMAKE_ARGS:-}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DSONATA_CUDA="${SONATA_CUDA:-AUTO}" -DCMAKE_CUDA_ARCHITECTURES="$archs" >"$build_dir.configure.log" 2>&1 \
+  -DSONATA_CUDA="${SONATA_CUDA:-AUTO}" -DCMAKE_CUDA_ARCHITECTURES="$archs" "${cmake_args[@]}" \
+  >"$build_dir.configure.log" 2>&1 \
   || { cat "$build_dir.configure.log"; exit 1; }
 grep -E "^-- sonata:" "$build_dir.configure.log" || true
 read -r -a targets <<<"${SONATA_BUILD_TARGETS:-}"

@@ -7,8 +7,17 @@
 # summary of the main build comes last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# espeak-ng and sox: the GPU check's rehearsal speaks its small corpus (below).
-SONATA_EXTRA_PACKAGES="${SONATA_EXTRA_PACKAGES:-} espeak-ng sox" tools/setup.sh
+# The optimised build leaves out the CPU unit tests and the emulator's self-tests when the
+# sanitizer build below runs them (CMake's SONATA_UNIT_TESTS): CI's 35 minutes on 2 cores have
+# no room to compile them twice.
+unit_tests=ON
+[ "${SONATA_LEAK_CHECK:-1}" = 1 ] && unit_tests=OFF
+# More packages in setup's one apt transaction: espeak-ng and sox (the GPU check's rehearsal
+# speaks its small corpus), clang and its runtimes (the fuzz stage).
+fuzz_packages=""
+[ "${SONATA_FUZZ_SECONDS:-30}" != 0 ] && fuzz_packages="clang libclang-rt-dev libomp-dev"
+SONATA_CMAKE_ARGS="${SONATA_CMAKE_ARGS:-} -DSONATA_UNIT_TESTS=$unit_tests" \
+  SONATA_EXTRA_PACKAGES="${SONATA_EXTRA_PACKAGES:-} espeak-ng sox $fuzz_packages" tools/setup.sh
 build_dir=${SONATA_BUILD_DIR:-build}
 
 # One sanitizer build for the CPU tests and the CUDA code: SONATA_CUDA=EMU compiles the CUDA
@@ -29,10 +38,11 @@ if [ "${SONATA_LEAK_CHECK:-1}" = 1 ]; then
   # bench_models and featurize: the GPU check's rehearsal below.
   cmake --build build-emu -j "$(nproc)" --target sonata_tests sonata_cuda_tests \
     sonata_comm_tests trainer bench_models featurize "${emu_tests[@]}"
-  # comm/ (MPI under mpiexec) and bench/ run in the main build; cuda/comm_nccl_np2 is the
-  # NCCL path under mpiexec here.
+  # comm/ (MPI under mpiexec), bench/ and the instruction-set check (it reads the shipped,
+  # optimised binaries) run in the main build; cuda/comm_nccl_np2 is the NCCL path under
+  # mpiexec here.
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-emu --output-on-failure -j "$(nproc)" \
-    --timeout 900 -E '^(comm/|bench/|sonata_[a-z_]*_NOT_BUILT)' >build-emu/ctest.log 2>&1 ||
+    --timeout 900 -E '^(comm/|bench/|tools/check_cpu_isa|sonata_[a-z_]*_NOT_BUILT)' >build-emu/ctest.log 2>&1 ||
     { cat build-emu/ctest.log; exit 1; }
   tail -3 build-emu/ctest.log
   if grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: cuda/.*Skipped' build-emu/ctest.log; then
