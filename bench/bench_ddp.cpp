@@ -2,6 +2,8 @@
 // ranks stepping alone (the same per-rank batch, the same share of the machine, no
 // communication), and how much of the communication backward hid. Run under mpirun:
 //   mpirun -np 2 build/bench_ddp [--device cuda] [--batch 4] [--frames 200] [--bucket-mb 25]
+//   build/bench_ddp --device cuda --group nccl    (one process: the reducer over a one-rank
+//                                                  NCCL group, no MPI needed)
 // Work: DeepSpeech2 (peer_torch.py's ds2 by default, --hidden/--layers to shrink it) on random
 // log-mel frames, the trainer's CTC loss (ds2_training_loss), AdamW. Phases, every rank at once,
 // each after a barrier:
@@ -101,7 +103,7 @@ Timing time_phase(ProcessGroup& group, Device device, int warmup, int steps, Ste
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device_name = "cpu", comm_dtype = "same";
+  std::string device_name = "cpu", comm_dtype = "same", group_kind = "launch";
   int64_t batch = 4, frames = 200, hidden = 256, layers = 3;
   double bucket_mb = 25;
   int warmup = 1, steps = 3;
@@ -113,6 +115,11 @@ int main(int argc, char** argv) {
   app.add_option("--layers", layers, "DS2 LSTM layers")->capture_default_str();
   app.add_option("--bucket-mb", bucket_mb, "gradient bucket cap")->capture_default_str();
   app.add_option("--comm-dtype", comm_dtype, "same | fp16 | bf16")->capture_default_str();
+  app.add_option("--group", group_kind,
+                 "launch (the launcher's world: MPI or NCCL, a single group alone) | nccl (one "
+                 "process on a one-rank NCCL group)")
+      ->check(CLI::IsMember({"launch", "nccl"}))
+      ->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps per phase")->capture_default_str();
   app.add_option("--steps", steps, "timed steps per phase")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -125,7 +132,8 @@ int main(int argc, char** argv) {
     SONATA_CHECK(comm_dtype == "same" || comm_dtype == "fp16" || comm_dtype == "bf16",
                  "bench_ddp: --comm-dtype must be same, fp16 or bf16, got '", comm_dtype, "'");
     const Device device = Device::parse(device_name);
-    auto group = init_process_group(device);
+    auto group =
+        group_kind == "nccl" ? init_one_rank_nccl_group(device) : init_process_group(device);
     const int rank = group->rank(), world = group->world_size();
     Workload w = make_workload(device, rank, batch, frames, hidden, layers);
     AdamW optimizer(w.model->parameters(), AdamOptions{.lr = 1e-4});

@@ -155,6 +155,22 @@ std::shared_ptr<ProcessGroup> init_process_group(Device device) {
 #endif
 }
 
+std::shared_ptr<ProcessGroup> init_one_rank_nccl_group(Device device) {
+  SONATA_CHECK(device.is_cuda(), "a one-rank NCCL group needs a CUDA device, not ", device.str());
+  const Launch launch = detect_launch();
+  SONATA_CHECK(launch.launcher.empty() || launch.world_size == 1,
+               "a one-rank NCCL group is for a process alone, but ", launch.launcher,
+               " started this one as one of ", launch.world_size,
+               " (init_process_group joins them)");
+#if SONATA_WITH_NCCL
+  return std::make_shared<NcclGroup>(device.index);
+#else
+  throw Error(
+      "a one-rank NCCL group needs NCCL, which this build does not have (CUDA and NCCL: "
+      "docs/building.md)");
+#endif
+}
+
 void finalize() {
 #if SONATA_WITH_MPI
   if (!g_mpi_started) return;

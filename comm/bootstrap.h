@@ -31,6 +31,11 @@ Launch detect_launch(const std::function<const char*(const char*)>& getenv);
 // the NCCL group on cuda:<local rank> (cudaSetDevice before any NCCL call). Call once.
 std::shared_ptr<ProcessGroup> init_process_group(Device device);
 
+// A one-rank NCCL group on CUDA `device` for a process that no launcher started with others
+// (no MPI needed): the reducer's NCCL path on one GPU. Refused, naming what is missing, on a
+// CPU device, in a build without NCCL, or in a process started as one of several.
+std::shared_ptr<ProcessGroup> init_one_rank_nccl_group(Device device);
+
 // Ends MPI if init_process_group started it; safe to call when it did not. Groups should be
 // destroyed first (an MPI group still alive afterwards skips freeing its communicator).
 void finalize();

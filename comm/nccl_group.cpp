@@ -10,13 +10,15 @@
 #include "base/cuda_check.h"
 #include "base/cuda_status.h"
 #include "base/error.h"
-#include "base/mpi_check.h"
 #include "base/nccl_check.h"
 #include "base/no_throw.h"
-#include "comm/arrival_board.h"
 #include "comm/bootstrap.h"
 #include "comm/bounded_wait.h"
 #include "engine/device.h"
+#if SONATA_WITH_MPI
+#include "base/mpi_check.h"
+#include "comm/arrival_board.h"
+#endif
 
 namespace sonata {
 namespace {
@@ -166,6 +168,7 @@ void abort_nccl_communicators() {
   live_comms().clear();
 }
 
+#if SONATA_WITH_MPI
 NcclGroup::NcclGroup(MPI_Comm world, int local_rank) : local_rank_(local_rank) {
   MPI_CHECK(MPI_Comm_rank(world, &rank_));
   MPI_CHECK(MPI_Comm_size(world, &world_size_));
@@ -178,6 +181,19 @@ NcclGroup::NcclGroup(MPI_Comm world, int local_rank) : local_rank_(local_rank) {
   MPI_CHECK(MPI_Comm_dup(world, &mpi_comm_));
   adopt_communicator();
 }
+#endif
+
+NcclGroup::NcclGroup(int device) : device_(device) {
+  const int count = cuda_device_count();
+  SONATA_CHECK(count > 0, "NCCL process group: ", cuda_unavailable_reason());
+  SONATA_CHECK(device >= 0 && device < count, "NCCL process group: cuda:", device,
+               " does not exist (this machine has ", count, " GPU(s))");
+  set_cuda_device(device_);  // before any NCCL call
+  ncclUniqueId id{};
+  NCCL_CHECK(ncclGetUniqueId(&id));
+  NCCL_CHECK(ncclCommInitRank(&comm_, 1, id, 0));
+  adopt_communicator();
+}
 
 NcclGroup::NcclGroup(const NcclGroup& parent, int color, int key)
     : local_rank_(parent.local_rank_), device_(parent.device_) {
@@ -187,8 +203,11 @@ NcclGroup::NcclGroup(const NcclGroup& parent, int color, int key)
   NCCL_CHECK(ncclCommSplit(parent.comm_, color, key, &comm_, nullptr));
   NCCL_CHECK(ncclCommUserRank(comm_, &rank_));
   NCCL_CHECK(ncclCommCount(comm_, &world_size_));
+#if SONATA_WITH_MPI
   // The same ranks in the same order (key, then rank), for the arrival board.
-  MPI_CHECK(MPI_Comm_split(parent.mpi_comm_, color, key, &mpi_comm_));
+  if (parent.mpi_comm_ != MPI_COMM_NULL)
+    MPI_CHECK(MPI_Comm_split(parent.mpi_comm_, color, key, &mpi_comm_));
+#endif
   adopt_communicator();
 }
 
@@ -207,11 +226,15 @@ void NcclGroup::adopt_communicator() {
   options.device = device();
   watchdog_ = std::make_unique<Watchdog>([](const std::string& failure) { end_job(failure); },
                                          std::move(options));
-  MPI_CHECK(MPI_Comm_set_errhandler(mpi_comm_, MPI_ERRORS_RETURN));
-  board_ = std::make_shared<ArrivalBoard>(mpi_comm_);
-  int level = MPI_THREAD_SINGLE;
-  MPI_CHECK(MPI_Query_thread(&level));
-  mpi_any_thread_ = level == MPI_THREAD_MULTIPLE;
+#if SONATA_WITH_MPI
+  if (mpi_comm_ != MPI_COMM_NULL) {
+    MPI_CHECK(MPI_Comm_set_errhandler(mpi_comm_, MPI_ERRORS_RETURN));
+    board_ = std::make_shared<ArrivalBoard>(mpi_comm_);
+    int level = MPI_THREAD_SINGLE;
+    MPI_CHECK(MPI_Query_thread(&level));
+    mpi_any_thread_ = level == MPI_THREAD_MULTIPLE;
+  }
+#endif
   barrier_word_ = zeros({1}, TensorOptions{}.with(DType::f32).with(device()));
 }
 
@@ -221,11 +244,13 @@ std::shared_ptr<ProcessGroup> NcclGroup::split(int color, int key) {
 
 NcclGroup::~NcclGroup() {
   watchdog_.reset();  // it polls comm_ and reads the board
+#if SONATA_WITH_MPI
   if (board_) board_->close(timeout());
   board_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && mpi_comm_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_comm_);
+#endif
   if (comm_ && unregister(comm_)) ncclCommDestroy(comm_);
 }
 
@@ -253,7 +278,10 @@ std::shared_ptr<Work> NcclGroup::done(const char* what, std::vector<Tensor> tens
   std::function<std::string()> missing;
   if (peer >= 0) {
     missing = [peer] { return str("its peer, rank ", peer, " of the group, did not match it"); };
-  } else {
+  }
+#if SONATA_WITH_MPI
+  // A group made without MPI is this process alone: no rank can be missing.
+  else if (board_) {
     const int64_t number = board_->arrive();
     missing = [board = std::weak_ptr<ArrivalBoard>(board_), number,
                grace = std::min(timeout(), 5.0), any_thread = mpi_any_thread_] {
@@ -267,6 +295,7 @@ std::shared_ptr<Work> NcclGroup::done(const char* what, std::vector<Tensor> tens
       return live->describe_missing(number, grace);
     };
   }
+#endif
   auto work =
       std::make_shared<NcclWork>(comm_, device_, std::move(tensors), label, timeout(), missing);
   work->done_event()->record(stream_->get());

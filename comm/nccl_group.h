@@ -1,6 +1,7 @@
 #pragma once
-// The NCCL process group for CUDA tensors (built with CUDA, NCCL and MPI). One communicator
-// per group, bootstrapped over MPI, and one communication stream of its own. Each operation
+// The NCCL process group for CUDA tensors (built with CUDA and NCCL). One communicator per
+// group, bootstrapped over MPI for several processes (a process alone needs no MPI), and one
+// communication stream of its own. Each operation
 //   1. records an event on the caller's current stream and makes the communication stream
 //      wait for it (the tensor's producers are done; the host does not wait),
 //   2. runs the NCCL call on the communication stream,
@@ -11,11 +12,13 @@
 // (comm/watchdog.h) watches every operation: one that fails, or is not done within the
 // timeout while the host is blocked anywhere (a copy behind a hung collective), ends the job
 // naming it and the ranks that had not queued it (an arrival board over a parallel MPI
-// communicator), then abort_job: every communicator aborted, then MPI_Abort.
+// communicator, with MPI), then abort_job: every communicator aborted, then MPI_Abort.
 // f16 and bf16 reduce natively; avg is NCCL's own (ncclAvg).
 #include <cuda_runtime_api.h>
-#include <mpi.h>
 #include <nccl.h>
+#if SONATA_WITH_MPI
+#include <mpi.h>
+#endif
 
 #include <memory>
 
@@ -29,10 +32,10 @@ class ArrivalBoard;
 
 class NcclGroup final : public ProcessGroup {
  public:
-  // Collective over `world` (MPI initialised): picks the device from the local rank and
-  // sets it, then rank 0's ncclGetUniqueId reaches every rank by MPI_Bcast and each calls
-  // ncclCommInitRank.
-  NcclGroup(MPI_Comm world, int local_rank);
+  // This process alone on CUDA device `device`, without MPI (ncclCommInitRank over a world of
+  // one): the reducer's NCCL path on one GPU, as `torchrun --nproc_per_node 1` gives PyTorch's
+  // DDP, and the one NCCL a machine without MPI can run (the lent GPU machine's check).
+  explicit NcclGroup(int device);
   // The part of `parent` with this `color` (ncclCommSplit, a collective over `parent`).
   NcclGroup(const NcclGroup& parent, int color, int key);
   ~NcclGroup() override;
@@ -59,6 +62,13 @@ class NcclGroup final : public ProcessGroup {
   std::shared_ptr<Work> recv(Tensor& tensor, int peer, int tag) override;
   std::shared_ptr<ProcessGroup> split(int color, int key) override;
 
+#if SONATA_WITH_MPI
+  // Collective over `world` (MPI initialised): picks the device from the local rank and
+  // sets it, then rank 0's ncclGetUniqueId reaches every rank by MPI_Bcast and each calls
+  // ncclCommInitRank.
+  NcclGroup(MPI_Comm world, int local_rank);
+#endif
+
  private:
   // Registers comm_ for the fatal handler; makes the stream and the barrier word.
   void adopt_communicator();
@@ -75,10 +85,13 @@ class NcclGroup final : public ProcessGroup {
   ncclComm_t comm_ = nullptr;
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<Watchdog> watchdog_;
-  // The same ranks over MPI, for naming those that did not arrive (comm/arrival_board.h).
+#if SONATA_WITH_MPI
+  // The same ranks over MPI, for naming those that did not arrive (comm/arrival_board.h);
+  // none for a group made without MPI.
   MPI_Comm mpi_comm_ = MPI_COMM_NULL;
-  std::shared_ptr<ArrivalBoard> board_;
   bool mpi_any_thread_ = false;
+#endif
+  std::shared_ptr<ArrivalBoard> board_;
   Tensor barrier_word_;  // what a barrier all-reduces
 };
 

@@ -20,7 +20,7 @@
 #   4. the speech demo's DS2 trained in fp32 from the carried corpus (.deps/speech);
 #   5. Nsight Compute: speed of light and memory sections of the top kernels of one DS2 step;
 #   6. compute-sanitizer memcheck over a short CUDA test run;
-#   7. a one-rank NCCL communicator through the reducer (not built yet: NCCL needs MPI here);
+#   7. the DDP reducer over a one-rank NCCL group (bench_ddp --group nccl: no MPI needed);
 #   8. the speech DS2 in bf16 and fp16, while time is left.
 # Without a card (the CI rehearsal, tools/rehearse_gpu_check.sh: the emulator build) the same
 # stages run at short shapes; what only a card can do (timing, PyTorch on CUDA, VGG19_BN's
@@ -100,7 +100,7 @@ finish() {
 
 # 1. Build only what the stages run, in one pass (-k 0: a target that fails leaves the others
 # built, and each stage checks for its own binary).
-targets=(sonata_cuda_tests trainer bench_models)
+targets=(sonata_cuda_tests trainer bench_models bench_ddp)
 t0=$(date +%s)
 configured=0
 if [ -f "$build/CMakeCache.txt" ]; then
@@ -193,7 +193,7 @@ measure() {
   fi
   echo "$line" >>"$results/bench.jsonl"
   if [ "$card" = 1 ]; then
-    row "$name" "ok" "$(grep -oE '"(step_ms|images_per_s|items_per_s)": [0-9.]*' <<<"$line" | tr '\n' ' ')" \
+    row "$name" "ok" "$(grep -oE '"(step_ms|step_ms_ddp|overhead_pct|images_per_s|items_per_s)": [0-9.]*' <<<"$line" | tr '\n' ' ')" \
       "$([ -n "$key" ] && predicted "$key")"
   else
     row "$name" "ok: emulated" "ran at $shapes shapes on the emulator; its time is not a measurement"
@@ -316,9 +316,17 @@ if on_card "compute-sanitizer" && has_time "compute-sanitizer" 40; then
   fi
 fi
 
-# 7. NCCL through the reducer on one rank: NcclGroup is bootstrapped over MPI, which neither
-# the card nor this build has. A hook until a one-rank group without MPI exists.
-row "NCCL world 1 (reducer)" "skipped: not built yet" "comm/nccl_group.h needs MPI to start; no MPI-free one-rank group"
+# 7. The DDP reducer over a one-rank NCCL group (no MPI, which neither the card nor this build
+# has): DS2's gradient buckets all-reduced by the card's NCCL on its own stream while backward
+# runs, against the same steps without the reducer.
+if [ ! -x "$build/bench_ddp" ]; then
+  failed "NCCL world 1 (reducer)" "bench_ddp not built"
+else
+  ddp_shape=()
+  [ "$shapes" = bench ] || ddp_shape=(--hidden 16 --layers 1 --frames 40 --batch 2)
+  measure "NCCL world 1 (reducer)" "" "$build/bench_ddp" --device cuda --group nccl \
+    "${ddp_shape[@]}" "${steps[@]}"
+fi
 
 # 8. The other precisions, while time is left.
 train_speech bf16

@@ -35,9 +35,9 @@ if [ "${SONATA_LEAK_CHECK:-1}" = 1 ]; then
   # defines.
   read -r -a emu_tests <<<"$(ninja -C build-emu -t targets all |
     sed -n 's/^\(sonata_emu_[a-z_]*_\(tests\|mpi\)\): .*/\1/p' | sort -u | tr '\n' ' ')"
-  # bench_models and featurize: the GPU check's rehearsal below.
+  # bench_models, bench_ddp and featurize: the GPU check's rehearsal below.
   cmake --build build-emu -j "$(nproc)" --target sonata_tests sonata_cuda_tests \
-    sonata_comm_tests trainer bench_models featurize "${emu_tests[@]}"
+    sonata_comm_tests trainer bench_models bench_ddp featurize "${emu_tests[@]}"
   # comm/ (MPI under mpiexec), bench/ and the instruction-set check (it reads the shipped,
   # optimised binaries) run in the main build; cuda/comm_nccl_np2 is the NCCL path under
   # mpiexec here.
