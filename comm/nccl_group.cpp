@@ -147,6 +147,7 @@ class NcclWork final : public Work {
   bool waited_ = false;
 };
 
+#if SONATA_WITH_MPI
 // The device for this rank: one per local rank, or the only one a rank can see (launchers
 // that give each rank its own CUDA_VISIBLE_DEVICES).
 int pick_device(int local_rank) {
@@ -158,6 +159,7 @@ int pick_device(int local_rank) {
                "); start at most one process per GPU");
   return local_rank;
 }
+#endif
 
 }  // namespace
 
