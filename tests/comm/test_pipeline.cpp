@@ -254,8 +254,9 @@ TEST_CASE("a pipeline over the world equals one process with the same micro-batc
           REQUIRE(result.losses.size() == size_t(M));
           double mean = 0;
           for (const Tensor& loss : result.losses) mean += loss.to(DType::f64).item() / M;
+          // Summed in another order than the step's loss: equal within rounding.
           CHECK(std::abs(mean - expected_loss[size_t(step)]) <=
-                kTolerance * std::max(1.0, std::abs(expected_loss[size_t(step)])));
+                1e-6 * std::max(1.0, std::abs(expected_loss[size_t(step)])));
         } else {
           CHECK(result.losses.empty());
         }
