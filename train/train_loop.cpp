@@ -11,10 +11,12 @@
 #include "engine/optim/lr_schedule.h"
 #include "train/init_from.h"
 #include "train/optimizer_choice.h"
+#include "train/pipeline/pipeline_parallel.h"
 #include "train/precision.h"
 #include "train/run_folder.h"
 #include "train/sampler_choice.h"
 #include "train/strategy/single_process_strategy.h"
+#include "train/strategy_choice.h"
 #include "train/train_loop_run.h"
 
 namespace sonata {
@@ -73,7 +75,9 @@ TrainResult TrainingRun::train() {
     scaling.backoff_factor = 1.0;
   }
   scaler_ = std::make_unique<LossScaler>(device_, scaling);
-  strategy_ = make_training_strategy(o_, task_, group_, device_, loss_hooks());
+  strategy_ = make_training_strategy(o_, task_, group_, device_);
+  // A pipeline runs a step's forwards and backwards in its schedule (step() below).
+  pipeline_ = dynamic_cast<PipelineParallel*>(strategy_.get());
   // Data-parallel shards: every rank's, or under a pipeline every replica's.
   const int64_t replicas = strategy_->replicas();
   sampler_ = make_sampler(o_, task_, strategy_->replica(), replicas);
@@ -144,13 +148,57 @@ void TrainingRun::train_epoch(int64_t epoch, int64_t first_batch) {
   for (size_t index = size_t(first_batch); index < count && !finished();) {
     if (step_ + 1 == profile_first_) start_profiling();
     SONATA_NVTX_RANGE("sonata::step");
-    // One optimizer step over accum_steps micro-batches (fewer at the end of an epoch).
-    const size_t micro = std::min<size_t>(size_t(o_.accum_steps), count - index);
-    items_since_log_ += strategy_->step(micro, [&] { return next_batch(index++, count); });
-    optimizer_step(epoch, index, count);
+    step(index, count);
+    after_step(epoch, index, count);
     if (step_ == profile_last_) stop_profiling();
     if (result_.stopped_bad) break;
   }
+}
+
+// One optimizer step, top to bottom: each micro-batch's forward, loss and backward, the
+// gradients ready, the update. The strategy is called at its named points.
+void TrainingRun::step(size_t& index, size_t count) {
+  // accum_steps micro-batches (fewer at the end of an epoch), each loss scaled by 1/micro.
+  const size_t micro = std::min<size_t>(size_t(o_.accum_steps), count - index);
+  if (pipeline_) {
+    // Through the stages in the pipeline's schedule; its last stage returns the losses and
+    // counts the replica's items (each item once over the world).
+    std::vector<HostBatch> batches;
+    for (size_t m = 0; m < micro; ++m) batches.push_back(next_batch(index++, count));
+    const std::vector<Tensor> losses = pipeline_->step(batches, device_, scaler_.get()).losses;
+    for (size_t m = 0; m < losses.size(); ++m) {
+      track_loss(losses[m]);
+      items_since_log_ += batches[m].items;
+    }
+  } else {
+    for (size_t m = 0; m < micro; ++m) {
+      const HostBatch batch = next_batch(index++, count);
+      strategy_->before_micro_batch(m, micro);
+      Tensor loss;
+      // Out of memory in the forward or backward pass names the batch's clips (one overlong
+      // clip is the usual cause).
+      with_batch_named(batch, [&] {
+        loss = batch_loss(task_, batch, device_);
+        SONATA_NVTX_RANGE("sonata::step::backward");
+        scaler_->scale(loss * (1.0 / double(micro))).backward();
+      });
+      strategy_->after_micro_batch();
+      track_loss(loss.detach());
+      items_since_log_ += batch.items;
+    }
+  }
+
+  // Gradients ready: reduced over the ranks that share them, unscaled, the overflow agreed
+  // and the norm clipped; the update skipped if any was not finite.
+  strategy_->reduce_gradients();
+  SONATA_NVTX_RANGE("sonata::step::optimizer");
+  scaler_->unscale_(parameters_);
+  norm_ = strategy_->agree_and_clip(*scaler_, parameters_, o_.grad_clip);
+  optimizer_->step(scaler_->step_scaling(parameters_));
+  scaler_->update();
+  optimizer_->zero_grad();
+  ++step_;
+  schedule_->apply(*optimizer_, schedule_position(step_));
 }
 
 HostBatch TrainingRun::next_batch(size_t index, size_t count) {
@@ -172,11 +220,6 @@ HostBatch TrainingRun::next_batch(size_t index, size_t count) {
   return batch;
 }
 
-LossHooks TrainingRun::loss_hooks() {
-  return {.track = [this](const Tensor& loss) { track_loss(loss); },
-          .scale = [this](const Tensor& loss) { return scaler_->scale(loss); }};
-}
-
 // Per micro-batch, on the device: the loss summed for the log, and the run of consecutive
 // non-finite losses (x - x is 0 exactly for finite x).
 void TrainingRun::track_loss(const Tensor& loss) {
@@ -189,16 +232,8 @@ void TrainingRun::track_loss(const Tensor& loss) {
       worst_bad_streak_.defined() ? maximum(worst_bad_streak_, bad_streak_) : bad_streak_;
 }
 
-void TrainingRun::optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches) {
-  SONATA_NVTX_RANGE("sonata::step::optimizer");
-  scaler_->unscale_(parameters_);
-  norm_ = strategy_->agree_and_clip(*scaler_, parameters_, o_.grad_clip);
-  optimizer_->step(scaler_->step_scaling(parameters_));
-  scaler_->update();
-  optimizer_->zero_grad();
-  ++step_;
-  schedule_->apply(*optimizer_, schedule_position(step_));
-
+// After a step: the log point, and a checkpoint or a stop when one is due.
+void TrainingRun::after_step(int64_t epoch, size_t next_batch, size_t epoch_batches) {
   const int64_t step_in_epoch = (int64_t(next_batch) + o_.accum_steps - 1) / o_.accum_steps;
   const bool epoch_end = next_batch == epoch_batches;
   if (step_ % o_.log_every == 0 || step_ == total_steps_ || epoch_end)
@@ -247,7 +282,7 @@ double TrainingRun::schedule_position(int64_t step) const {
 }
 
 TrainResult TrainingRun::evaluate_only() {
-  strategy_ = std::make_unique<SingleProcessStrategy>(task_, device_, loss_hooks(), group_);
+  strategy_ = std::make_unique<SingleProcessStrategy>(task_, group_);
   progress_.print(str("evaluating on ", device_.str(), ": ", task_.describe()));
   say_where_metrics_go();
   report_data();

@@ -30,6 +30,8 @@
 
 namespace sonata {
 
+class PipelineParallel;
+
 class TrainingRun {
  public:
   using Clock = std::chrono::steady_clock;
@@ -49,13 +51,14 @@ class TrainingRun {
   // The loop (train_loop.cpp).
   double schedule_position(int64_t step) const;
   void train_epoch(int64_t epoch, int64_t first_batch);
+  // One optimizer step from the epoch's batch `index` (advanced past the batches it takes)
+  // of `count`: forwards, backwards, the update.
+  void step(size_t& index, size_t count);
   // The batch `index` of `count` in this epoch, from the stager or the loader (timed as the
   // data wait); on a GPU the next batch's copy starts behind it.
   HostBatch next_batch(size_t index, size_t count);
-  // What the strategy calls back into for each micro-batch's loss.
-  LossHooks loss_hooks();
   void track_loss(const Tensor& loss);
-  void optimizer_step(int64_t epoch, size_t next_batch, size_t epoch_batches);
+  void after_step(int64_t epoch, size_t next_batch, size_t epoch_batches);
   bool finished() const { return step_ >= total_steps_ || stop_requested_; }
   // After a step: whether any rank received a stop signal (a collective under a group, so
   // that every rank stops after the same step), and if so the checkpoint and the notice.
@@ -100,6 +103,8 @@ class TrainingRun {
   // How a step spreads over the processes (make_training_strategy); under --eval-only, ranks
   // that evaluate their shards alone.
   std::unique_ptr<TrainingStrategy> strategy_;
+  // The strategy when it is a pipeline, which runs a step's forwards and backwards itself.
+  PipelineParallel* pipeline_ = nullptr;
   Module& model_;
   std::string metrics_path_;
   MetricsLog metrics_;

@@ -94,14 +94,14 @@ Pipeline::Pipeline(std::shared_ptr<ProcessGroup> group, std::shared_ptr<Pipeline
 }
 
 PipelineStepResult Pipeline::step(const LayerValue& batch, const std::vector<Tensor>& targets,
-                                  Reducer* reducer) {
+                                  Reducer* reducer, LossScaler* scaler) {
   const int M = options_.micro_batches;
   std::vector<LayerValue> inputs;
   if (stage_->is_first()) inputs = split_micro_batches(batch, M);
   std::vector<std::vector<Tensor>> micro_targets(static_cast<size_t>(M));
   if (stage_->is_last() && !targets.empty())
     micro_targets = split_targets(targets, targets[0].size(0), M);
-  return step_micro_batches(M, inputs, micro_targets, reducer);
+  return step_micro_batches(M, inputs, micro_targets, reducer, scaler);
 }
 
 void Pipeline::forward_only(int64_t count, const std::function<LayerValue(int64_t)>& input,
@@ -123,70 +123,59 @@ void Pipeline::forward_only(int64_t count, const std::function<LayerValue(int64_
   }
 }
 
-PipelineStepResult Pipeline::step_micro_batches(int micro_batches,
-                                                const std::vector<LayerValue>& inputs,
-                                                const std::vector<std::vector<Tensor>>& targets,
-                                                Reducer* reducer) {
-  const auto start = Clock::now();
-  PipelineStepResult result;
-  const int M = micro_batches, S = stage_->count(), s = stage_->index();
-  const bool first = stage_->is_first(), last = stage_->is_last();
-  ProcessGroup& group = *group_;
-  using Kind = PipeAction::Kind;
-  SONATA_CHECK(M >= 1, "pipeline: a step needs at least one micro-batch, got ", M);
-  SONATA_CHECK(!first || inputs.size() == size_t(M), "pipeline: stage 0 got ", inputs.size(),
-               " inputs for ", M, " micro-batches");
-  SONATA_CHECK(!last || targets.size() == size_t(M), "pipeline: the last stage got ",
-               targets.size(), " target sets for ", M, " micro-batches");
-  const std::vector<std::vector<Tensor>>& micro_targets = targets;
+namespace {
 
-  std::vector<InFlight> flight(static_cast<size_t>(M));
-  std::vector<std::shared_ptr<Work>> sends;
-  Tensor loss_sum;
+// One step of the schedule on this stage: what the micro-batches keep between their forward
+// and backward, and the messages to the neighbours. Pipeline::step_micro_batches runs the
+// schedule's actions through it, forward() or backward(), then finish().
+class ScheduledStep {
+ public:
+  ScheduledStep(ProcessGroup& group, const PipelineStage& stage, const PipelineLoss& loss,
+                PipelineSchedule schedule, int micro_batches, Reducer* reducer, LossScaler* scaler)
+      : group_(group),
+        stage_(stage),
+        loss_(loss),
+        M_(micro_batches),
+        s_(stage.index()),
+        first_(stage.is_first()),
+        last_(stage.is_last()),
+        reducer_(reducer),
+        scaler_(scaler),
+        flight_(static_cast<size_t>(micro_batches)),
+        // Messages to and from the next stage follow that stage's schedule.
+        downstream_(last_ ? std::vector<PipeAction>{}
+                          : schedule_actions(schedule, s_ + 1, stage.count(), micro_batches)) {
+    if (last_) result_.losses.resize(size_t(M_));
+  }
 
-  // Messages to and from the next stage follow that stage's schedule: our send of an
-  // activation where it runs the forward, our receive of its gradient where it runs the
-  // backward. Each is posted as soon as the order and our own progress allow.
-  const std::vector<PipeAction> downstream =
-      last ? std::vector<PipeAction>{} : schedule_actions(options_.schedule, s + 1, S, M);
-  size_t posted = 0;
-  auto post_downstream = [&]() {
-    for (; posted < downstream.size(); ++posted) {
-      InFlight& m = flight[size_t(downstream[posted].micro_batch)];
-      if (!m.forward_done) return;  // its forward comes later on this stage
-      if (downstream[posted].kind == Kind::forward) {
-        for (auto& work : send_value(group, m.output, s + 1, downstream[posted].micro_batch))
-          sends.push_back(std::move(work));
-      } else {
-        m.grad = empty(m.output.x.shape(), m.output.x.options());
-        m.grad_work = group.recv(m.grad, s + 1,
-                                 pipe_tag(downstream[posted].micro_batch, PipeMessage::gradient));
-      }
+  // Micro-batch m's forward: its input (given on the first stage, received elsewhere), the
+  // stage's layers, and on the last stage its loss, scaled and divided by M.
+  void forward(int micro_batch, const LayerValue* input, const std::vector<Tensor>* targets) {
+    InFlight& m = flight_[size_t(micro_batch)];
+    if (first_) {
+      m.input = *input;
+    } else {
+      m.input = recv_value(group_, s_ - 1, micro_batch, &result_.wait_seconds);
+      if (is_floating(m.input.x.dtype())) m.input.x.set_requires_grad(true);
     }
-  };
-
-  for (const PipeAction& action : schedule_actions(options_.schedule, s, S, M)) {
-    InFlight& m = flight[size_t(action.micro_batch)];
-    if (action.kind == Kind::forward) {
-      if (first) {
-        m.input = inputs[size_t(action.micro_batch)];
-      } else {
-        m.input = recv_value(group, s - 1, action.micro_batch, &result.wait_seconds);
-        if (is_floating(m.input.x.dtype())) m.input.x.set_requires_grad(true);
-      }
-      m.output = stage_->forward(m.input);
-      if (last) {
-        m.loss = loss_(m.output, micro_targets[size_t(action.micro_batch)]) / double(M);
-        const Tensor value = m.loss.detach().to(DType::f64);
-        loss_sum = loss_sum.defined() ? loss_sum + value : value;
-      }
-      m.forward_done = true;
-      post_downstream();
-      continue;
+    m.output = stage_.forward(m.input);
+    if (last_) {
+      const Tensor loss = loss_(m.output, *targets);
+      result_.losses[size_t(micro_batch)] = loss.detach();
+      m.loss = (scaler_ ? scaler_->scale(loss) : loss) / double(M_);
+      const Tensor value = m.loss.detach().to(DType::f64);
+      loss_sum_ = loss_sum_.defined() ? loss_sum_ + value : value;
     }
-    // Backward: accumulate into the parameters (and the reducer's buckets).
-    const bool final_backward = action.micro_batch + 1 == M;
-    const bool reducing = reducer && final_backward;
+    m.forward_done = true;
+    post_downstream();
+  }
+
+  // Micro-batch m's backward: accumulated into the parameters (and the reducer's buckets),
+  // its input's gradient sent upstream.
+  void backward(int micro_batch) {
+    InFlight& m = flight_[size_t(micro_batch)];
+    const bool final_backward = micro_batch + 1 == M_;
+    const bool reducing = reducer_ && final_backward;
     if (reducing) {
       // Hybrid: the reducer's all-reduces (the replica communicator) start in this backward.
       // NCCL's user guide warns that operations on two communicators in flight at once, not
@@ -194,48 +183,112 @@ PipelineStepResult Pipeline::step_micro_batches(int micro_batches,
       // are finished first (none of them waits on this rank any more: every peer's matching
       // operation comes before its own final backward), and this stage's last gradient is
       // sent after finish(), which orders it after the all-reduces on the device.
-      for (auto& work : sends) timed_wait(*work, &result.wait_seconds);
-      sends.clear();
+      for (auto& work : sends_) timed_wait(*work, &result_.wait_seconds);
+      sends_.clear();
     }
     std::optional<NoSync> no_sync;
-    if (reducer) {
-      no_sync.emplace(*reducer, !final_backward);
-      reducer->prepare_for_backward();
+    if (reducer_) {
+      no_sync.emplace(*reducer_, !final_backward);
+      reducer_->prepare_for_backward();
     }
-    if (last) {
+    if (last_) {
       m.loss.backward();
     } else {
-      SONATA_CHECK(m.grad_work, "pipeline: the gradient of micro-batch ", action.micro_batch,
+      SONATA_CHECK(m.grad_work, "pipeline: the gradient of micro-batch ", micro_batch,
                    " was never received");
-      timed_wait(*m.grad_work, &result.wait_seconds);
+      timed_wait(*m.grad_work, &result_.wait_seconds);
       if (m.output.x.requires_grad()) m.output.x.backward(m.grad);
     }
     no_sync.reset();
-    if (reducing) reducer->finish();
-    if (!first) {
+    if (reducing) reducer_->finish();
+    if (!first_) {
       Tensor grad = m.input.x.grad();
       if (!grad.defined()) grad = zeros_like(m.input.x);
-      sends.push_back(group.send(grad.contiguous(), s - 1,
-                                 pipe_tag(action.micro_batch, PipeMessage::gradient)));
+      sends_.push_back(
+          group_.send(grad.contiguous(), s_ - 1, pipe_tag(micro_batch, PipeMessage::gradient)));
     }
     m = InFlight{};  // the activations and the graph are freed here
     m.forward_done = true;
     post_downstream();
   }
-  for (auto& work : sends) timed_wait(*work, &result.wait_seconds);
 
-  // The loss: computed on the last stage, reported by stage 0 too.
-  if (last) result.loss = loss_sum.item();
-  if (S > 1 && (first || last)) {
-    Tensor word =
-        full({1}, last ? result.loss : 0.0, TensorOptions{}.with(DType::f64).with(group.device()));
-    const int tag = pipe_tag(M, PipeMessage::loss);
-    if (last) timed_wait(*group.send(word, 0, tag), &result.wait_seconds);
-    if (first) {
-      timed_wait(*group.recv(word, S - 1, tag), &result.wait_seconds);
-      result.loss = word.item();
+  // The sends finished, and the loss: computed on the last stage, reported by stage 0 too.
+  PipelineStepResult finish() {
+    for (auto& work : sends_) timed_wait(*work, &result_.wait_seconds);
+    if (last_) result_.loss = loss_sum_.item();
+    if (stage_.count() > 1 && (first_ || last_)) {
+      Tensor word = full({1}, last_ ? result_.loss : 0.0,
+                         TensorOptions{}.with(DType::f64).with(group_.device()));
+      const int tag = pipe_tag(M_, PipeMessage::loss);
+      if (last_) timed_wait(*group_.send(word, 0, tag), &result_.wait_seconds);
+      if (first_) {
+        timed_wait(*group_.recv(word, stage_.count() - 1, tag), &result_.wait_seconds);
+        result_.loss = word.item();
+      }
+    }
+    return std::move(result_);
+  }
+
+ private:
+  // Our send of an activation where the next stage runs the forward, our receive of its
+  // gradient where it runs the backward: each posted as soon as that order and our own
+  // progress allow.
+  void post_downstream() {
+    using Kind = PipeAction::Kind;
+    for (; posted_ < downstream_.size(); ++posted_) {
+      const PipeAction& action = downstream_[posted_];
+      InFlight& m = flight_[size_t(action.micro_batch)];
+      if (!m.forward_done) return;  // its forward comes later on this stage
+      if (action.kind == Kind::forward) {
+        for (auto& work : send_value(group_, m.output, s_ + 1, action.micro_batch))
+          sends_.push_back(std::move(work));
+      } else {
+        m.grad = empty(m.output.x.shape(), m.output.x.options());
+        m.grad_work =
+            group_.recv(m.grad, s_ + 1, pipe_tag(action.micro_batch, PipeMessage::gradient));
+      }
     }
   }
+
+  ProcessGroup& group_;
+  const PipelineStage& stage_;
+  const PipelineLoss& loss_;
+  const int M_, s_;
+  const bool first_, last_;
+  Reducer* reducer_;
+  LossScaler* scaler_;
+  std::vector<InFlight> flight_;
+  const std::vector<PipeAction> downstream_;
+  size_t posted_ = 0;
+  std::vector<std::shared_ptr<Work>> sends_;
+  Tensor loss_sum_;
+  PipelineStepResult result_;
+};
+
+}  // namespace
+
+PipelineStepResult Pipeline::step_micro_batches(int micro_batches,
+                                                const std::vector<LayerValue>& inputs,
+                                                const std::vector<std::vector<Tensor>>& targets,
+                                                Reducer* reducer, LossScaler* scaler) {
+  const auto start = Clock::now();
+  const int M = micro_batches;
+  SONATA_CHECK(M >= 1, "pipeline: a step needs at least one micro-batch, got ", M);
+  SONATA_CHECK(!stage_->is_first() || inputs.size() == size_t(M), "pipeline: stage 0 got ",
+               inputs.size(), " inputs for ", M, " micro-batches");
+  SONATA_CHECK(!stage_->is_last() || targets.size() == size_t(M), "pipeline: the last stage got ",
+               targets.size(), " target sets for ", M, " micro-batches");
+  ScheduledStep step(*group_, *stage_, loss_, options_.schedule, M, reducer, scaler);
+  for (const PipeAction& action :
+       schedule_actions(options_.schedule, stage_->index(), stage_->count(), M)) {
+    const size_t m = size_t(action.micro_batch);
+    if (action.kind == PipeAction::Kind::forward)
+      step.forward(action.micro_batch, stage_->is_first() ? &inputs[m] : nullptr,
+                   stage_->is_last() ? &targets[m] : nullptr);
+    else
+      step.backward(action.micro_batch);
+  }
+  PipelineStepResult result = step.finish();
   result.step_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }

@@ -33,6 +33,7 @@
 #include "comm/pipeline/schedule.h"
 #include "comm/process_group.h"
 #include "comm/reducer.h"
+#include "engine/amp/loss_scaler.h"
 #include "engine/nn/layer_sequence.h"
 
 namespace sonata {
@@ -71,6 +72,8 @@ class PipelineStage {
 };
 
 // The micro-batch loss on the last stage: a one-element tensor (the mean over its samples).
+// A value, as PyTorch's pipelining schedules take one: it reads the output and the targets
+// and calls nothing back in its caller (the caller gets the losses in the step's result).
 using PipelineLoss =
     std::function<Tensor(const LayerValue& output, const std::vector<Tensor>& targets)>;
 
@@ -84,6 +87,9 @@ struct PipelineStepResult {
   double loss = std::numeric_limits<double>::quiet_NaN();
   double step_seconds = 0;  // wall time of the step on this rank
   double wait_seconds = 0;  // of which blocked on receives and sends (the bubble and transfers)
+  // On the last stage, each micro-batch's loss (detached, before the scaler and 1/M);
+  // empty on the others.
+  std::vector<Tensor> losses;
 };
 
 class Pipeline {
@@ -93,16 +99,17 @@ class Pipeline {
            PipelineLoss loss, const PipelineOptions& options);
 
   // One step's forwards and backwards (a collective over the stage group). `batch` is read
-  // on the first stage, `targets` (split along dim 0 like the batch) on the last.
+  // on the first stage, `targets` (split along dim 0 like the batch) on the last, where
+  // `scaler` (if any) scales each loss before its backward, as a GradScaler does.
   PipelineStepResult step(const LayerValue& batch, const std::vector<Tensor>& targets,
-                          Reducer* reducer = nullptr);
+                          Reducer* reducer = nullptr, LossScaler* scaler = nullptr);
   // The same over micro-batches cut by the caller (a trainer's loader batches, each of its
   // own length): `inputs[m]` read on the first stage, `targets[m]` on the last, and
   // `micro_batches` (the step's M, which may differ from options().micro_batches) on every
   // stage.
   PipelineStepResult step_micro_batches(int micro_batches, const std::vector<LayerValue>& inputs,
                                         const std::vector<std::vector<Tensor>>& targets,
-                                        Reducer* reducer = nullptr);
+                                        Reducer* reducer = nullptr, LossScaler* scaler = nullptr);
 
   // Forward passes alone (evaluation; a collective over the stage group): `count` batches in
   // order, one in flight, without gradients. `input(b)` is called on the first stage,

@@ -248,6 +248,18 @@ TEST_CASE("a pipeline over the world equals one process with the same micro-batc
         } else {
           CHECK(std::isnan(result.loss));
         }
+        // The last stage hands back each micro-batch's own loss (what the trainer's loop
+        // tracks): their mean is the step's loss; the other stages hand back none.
+        if (stages->rank() == S - 1) {
+          REQUIRE(result.losses.size() == size_t(M));
+          double mean = 0;
+          for (const Tensor& loss : result.losses) mean += loss.to(DType::f64).item() / M;
+          // Summed in another order than the step's loss: equal within rounding.
+          CHECK(std::abs(mean - expected_loss[size_t(step)]) <=
+                1e-6 * std::max(1.0, std::abs(expected_loss[size_t(step)])));
+        } else {
+          CHECK(result.losses.empty());
+        }
         CHECK(result.wait_seconds <= result.step_seconds);
       }
       check_state_equal(run.pipeline->stage().state_dict(), *reference, true);

@@ -29,5 +29,20 @@ for floor in "${!allowed[@]}"; do
   done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[a-z_]+/' "$root/$floor" \
              --include='*.h' --include='*.cpp' --include='*.cu' --include='*.cuh' || true)
 done
+# Rooms of train/ that may not include one another: the pipeline is a training strategy
+# (train/pipeline/ includes train/strategy/), so the strategies' room never includes the
+# pipeline's; train/strategy_choice.cpp, above both, builds either.
+declare -A room_forbids=(
+  [train/strategy]="train/pipeline"
+)
+for room in "${!room_forbids[@]}"; do
+  for other in ${room_forbids[$room]}; do
+    while IFS= read -r hit; do
+      echo "${hit#"$root"/}: $room/ may not include $other/"
+      bad=1
+    done < <(grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]+\"$other/" "$root/$room" \
+               --include='*.h' --include='*.cpp' || true)
+  done
+done
 [ "$bad" = 0 ] && echo "every floor includes only the floors below it"
 exit "$bad"

@@ -38,10 +38,4 @@ TrainerOptions tiny_vgg_options(const std::string& train_manifest) {
   return options;
 }
 
-PipelineLoss task_pipeline_loss(Task& task, Device device) {
-  return [&task, device](const LayerValue& output, const std::vector<Tensor>& targets) {
-    return task.loss(output, targets, device);
-  };
-}
-
 }  // namespace sonata::testing

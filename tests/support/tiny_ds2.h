@@ -21,8 +21,4 @@ TrainerOptions tiny_ds2_options(const std::string& train_manifest);
 // manifest (tests/support/audio_files.h, 16 kHz), batches of 2 with 2 micro-batches per step.
 TrainerOptions tiny_vgg_options(const std::string& train_manifest);
 
-// The last stage's loss as the pipeline tests hand it to PipelineParallel: the task's
-// loss, unscaled. `task` must outlive the pipeline.
-PipelineLoss task_pipeline_loss(Task& task, Device device);
-
 }  // namespace sonata::testing

@@ -11,9 +11,9 @@
 namespace sonata {
 
 PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
-                                   std::shared_ptr<ProcessGroup> world, Device device,
-                                   PipelineLoss loss)
-    : world_(std::move(world)), task_(task) {
+                                   std::shared_ptr<ProcessGroup> world, Device device)
+    : TrainingStrategy(std::move(world)), task_(task) {
+  SONATA_CHECK(world_, "a pipeline needs a world of processes");
   PipelineBuildOptions build;
   build.stages = int(options.pipeline_stages);
   build.cuts = options.pipeline_cuts;
@@ -27,10 +27,20 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
   build.pipeline.schedule = parse_schedule(options.pipeline_schedule);
   build.pipeline.micro_batches = int(options.accum_steps);
   build.reducer = reducer_options(options);
+  // The task's loss as a value: it reads the output and the targets, nothing of the loop.
+  PipelineLoss loss = [&task, device](const LayerValue& output,
+                                      const std::vector<Tensor>& targets) {
+    return task.loss(output, targets, device);
+  };
   built_ = build_pipeline(world_, task.layers(), build, std::move(loss));
   ownership_ = std::make_shared<StageOwnership>(built_.stage, task.model(), world_,
                                                 built_.stage_group, built_.replica);
+  set_ownership(ownership_);
   others_ = built_.stage->other_stages_state();
+}
+
+StrategyKind PipelineParallel::kind() const {
+  return built_.replicas > 1 ? StrategyKind::hybrid : StrategyKind::pipeline;
 }
 
 std::string PipelineParallel::describe() const {
@@ -44,6 +54,11 @@ std::string PipelineParallel::describe() const {
              "; parameters ", shares, " of ", total, "), ",
              schedule_name(built_.pipeline->options().schedule), " schedule",
              built_.replicas > 1 ? str(", x ", built_.replicas, " data-parallel replicas") : "");
+}
+
+std::string PipelineParallel::describe(int64_t) const {
+  return str("pipeline parallel: ", describe(), "; this process runs stage ", stage(),
+             " of replica ", replica());
 }
 
 void PipelineParallel::broadcast_stage_from_replica0() {
@@ -79,7 +94,14 @@ EvalCounts PipelineParallel::evaluate(const std::string& split, Device device) {
   return counts;
 }
 
-PipelineStepResult PipelineParallel::step(const std::vector<HostBatch>& batches, Device device) {
+// Through the stages: the last stage of each replica counts its shard, the others give zeros.
+EvalCounts PipelineParallel::evaluate(Task&, const std::string& split, Device device, int64_t,
+                                      int64_t) {
+  return evaluate(split, device);
+}
+
+PipelineStepResult PipelineParallel::step(const std::vector<HostBatch>& batches, Device device,
+                                          LossScaler* scaler) {
   release_storage(others_);  // after gather_model() filled them; nothing to do otherwise
   const PipelineStage& stage = *built_.stage;
   std::vector<LayerValue> inputs;
@@ -89,7 +111,14 @@ PipelineStepResult PipelineParallel::step(const std::vector<HostBatch>& batches,
     if (stage.is_last()) targets.push_back(task_.targets(batch));
   }
   return built_.pipeline->step_micro_batches(int(batches.size()), inputs, targets,
-                                             built_.reducer.get());
+                                             built_.reducer.get(), scaler);
+}
+
+Tensor PipelineParallel::agree_and_clip(LossScaler& scaler, const std::vector<Tensor>& params,
+                                        double max_norm) {
+  // Each stage holds part of the gradients: the skip decision and the norm are global.
+  agree_found_inf(scaler);
+  return clip_global_norm(params, max_norm);
 }
 
 void PipelineParallel::agree_found_inf(LossScaler& scaler) {

@@ -6,18 +6,12 @@
 #include "base/nvtx.h"
 #include "comm/sync_batch_norm.h"
 #include "models/layers/batch_norm.h"
-#include "train/strategy/single_process_strategy.h"
 
 namespace sonata {
 
 DataParallelStrategy::DataParallelStrategy(const TrainerOptions& options, Task& task,
-                                           std::shared_ptr<ProcessGroup> world, Device device,
-                                           LossHooks hooks)
-    : TrainingStrategy(std::move(world)),
-      options_(options),
-      task_(task),
-      device_(device),
-      hooks_(std::move(hooks)) {
+                                           std::shared_ptr<ProcessGroup> world)
+    : TrainingStrategy(std::move(world)), options_(options), task_(task) {
   SONATA_CHECK(world_ && world_->world_size() > 1,
                "data parallel training needs more than one process");
 }
@@ -41,20 +35,17 @@ std::string DataParallelStrategy::describe(int64_t batch_size) const {
              "), batch ", batch_size, " per process");
 }
 
-int64_t DataParallelStrategy::step(size_t micro, const std::function<HostBatch()>& next_batch) {
-  SONATA_CHECK(ddp_, "DataParallelStrategy::step before start()");
-  int64_t items = 0;
-  for (size_t m = 0; m < micro; ++m) {
-    const HostBatch batch = next_batch();
-    // Gradients are reduced on the last micro-batch only (no_sync before it).
-    const NoSync local_only(ddp_->reducer(), m + 1 < micro);
-    ddp_->broadcast_buffers();
-    ddp_->prepare_for_backward();
-    items += micro_batch_backward(task_, device_, hooks_, batch, micro);
-  }
+void DataParallelStrategy::before_micro_batch(size_t m, size_t micro) {
+  SONATA_CHECK(ddp_, "DataParallelStrategy: a step before start()");
+  // Gradients are reduced on the last micro-batch only (no_sync before it).
+  no_sync_.emplace(ddp_->reducer(), m + 1 < micro);
+  ddp_->broadcast_buffers();
+  ddp_->prepare_for_backward();
+}
+
+void DataParallelStrategy::reduce_gradients() {
   SONATA_NVTX_RANGE("sonata::step::reducer_finish");
   ddp_->finish();
-  return items;
 }
 
 void DataParallelStrategy::before_evaluation() {

@@ -3,9 +3,6 @@
 #include "base/error.h"
 #include "engine/ops.h"
 #include "engine/optim/clip_grad.h"
-#include "train/strategy/data_parallel_strategy.h"
-#include "train/strategy/pipeline_strategy.h"
-#include "train/strategy/single_process_strategy.h"
 
 namespace sonata {
 
@@ -58,25 +55,6 @@ std::vector<double> TrainingStrategy::sum_over_ranks(std::vector<double> values)
                     .to(world_->device());
   world_->all_reduce(sums, ReduceOp::sum)->synchronize();
   return sums.to(Device::cpu()).to_vector<double>();
-}
-
-std::unique_ptr<TrainingStrategy> make_training_strategy(const TrainerOptions& options, Task& task,
-                                                         std::shared_ptr<ProcessGroup> group,
-                                                         Device device, LossHooks hooks) {
-  if (group && group->world_size() == 1) group = nullptr;
-  const StrategyKind kind = choose_strategy(options, group ? group->world_size() : 1);
-  switch (kind) {
-    case StrategyKind::single_process:
-      return std::make_unique<SingleProcessStrategy>(task, device, std::move(hooks));
-    case StrategyKind::data_parallel:
-      return std::make_unique<DataParallelStrategy>(options, task, std::move(group), device,
-                                                    std::move(hooks));
-    case StrategyKind::pipeline:
-    case StrategyKind::hybrid:
-      return std::make_unique<PipelineStrategy>(kind, options, task, std::move(group), device,
-                                                std::move(hooks));
-  }
-  throw Error("make_training_strategy: unknown strategy");
 }
 
 }  // namespace sonata

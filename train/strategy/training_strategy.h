@@ -1,9 +1,11 @@
 #pragma once
-// How a run spreads one optimizer step over processes, behind one interface, so that the
-// training loop (train_loop.cpp) never asks which it has: one process, data parallel (DDP),
-// a pipeline of stages, or data-parallel replicas of a pipeline (hybrid). The loop gives a
-// strategy its micro-batches and its loss hooks; the strategy runs forward and backward,
-// agrees on the gradients' norm and overflow over the ranks that share them, and evaluates.
+// How a run spreads one optimizer step over processes: one process, data parallel (DDP), a
+// pipeline of stages, or data-parallel replicas of a pipeline (hybrid). The training loop
+// (train_loop.cpp) owns the step, as Caffe's Solver::Step does: it takes each batch, runs the
+// forward, the loss and the backward, and steps the optimizer; a strategy is called at named
+// points of that step (before and after a micro-batch, gradients ready, before evaluation)
+// and never calls back into the loop. A pipeline runs a step's forwards and backwards in its
+// own schedule (train/pipeline/pipeline_parallel.h) and hands the loop its losses.
 // Which rank holds which tensor is the strategy's ownership map (state_ownership.h), which
 // the optimizer setup, resume and checkpoints consult without knowing the strategy.
 #include <cstdint>
@@ -36,12 +38,6 @@ const char* strategy_name(StrategyKind kind);
 // more than one process. Throws, naming --pipeline-stages, when S does not divide the world.
 StrategyKind choose_strategy(const TrainerOptions& options, int world_size);
 
-// What a strategy calls back into the loop for, once per micro-batch.
-struct LossHooks {
-  std::function<void(const Tensor&)> track;    // the loss (detached), for the log
-  std::function<Tensor(const Tensor&)> scale;  // the loss scaler's scale()
-};
-
 class TrainingStrategy {
  public:
   // `world`: every process of the run; null in one process.
@@ -68,10 +64,15 @@ class TrainingStrategy {
   // What the loss scaler, the clipping and the optimizer's step see.
   virtual std::vector<Tensor> parameters() const = 0;
 
-  // Forward and backward of one optimizer step's `micro` micro-batches, next_batch() giving
-  // each in turn. Returns the items this rank counts (each item once over the world).
-  virtual int64_t step(size_t micro, const std::function<HostBatch()>& next_batch) = 0;
-
+  // The named points of one optimizer step of `micro` micro-batches, in the loop's order.
+  // Before micro-batch m's forward (DDP: rank 0's buffers, and the reducer armed, its
+  // all-reduces held back (no_sync) but on the last micro-batch).
+  virtual void before_micro_batch(size_t /*m*/, size_t /*micro*/) {}
+  // After micro-batch m's backward.
+  virtual void after_micro_batch() {}
+  // Every backward done: the gradients reduced over the ranks that share them (DDP: the
+  // reducer's last buckets finished), before the scaler unscales them.
+  virtual void reduce_gradients() {}
   // Unscaled gradients in hand: the overflow flag agreed by every rank that steps, and the
   // global norm of `params`, clipped to `max_norm` when > 0 (a 0-dim f32 tensor).
   virtual Tensor agree_and_clip(LossScaler& scaler, const std::vector<Tensor>& params,
@@ -101,11 +102,5 @@ class TrainingStrategy {
  private:
   std::shared_ptr<StateOwnership> ownership_;
 };
-
-// The strategy of choose_strategy(options, world size), built. `group`: null or of size 1
-// in one process. `model` is task.model(), on its device.
-std::unique_ptr<TrainingStrategy> make_training_strategy(const TrainerOptions& options, Task& task,
-                                                         std::shared_ptr<ProcessGroup> group,
-                                                         Device device, LossHooks hooks);
 
 }  // namespace sonata

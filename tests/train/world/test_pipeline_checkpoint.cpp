@@ -79,8 +79,7 @@ TEST_CASE(
   for (const auto& [name, tensor] : task.model().state_dict())
     whole_model.emplace_back(name, empty(tensor.shape(), tensor.options()));
 
-  PipelineParallel pipeline(options, task, shared_comm_group(), cpu,
-                            sonata::testing::task_pipeline_loss(task, cpu));
+  PipelineParallel pipeline(options, task, shared_comm_group(), cpu);
   AdamW optimizer(pipeline.ownership().optimizer_groups(weight_decay_groups(task.model(), 0.01)),
                   AdamOptions{.lr = 1e-3});
   pipeline.start_training();

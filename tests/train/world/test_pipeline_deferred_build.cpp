@@ -46,8 +46,7 @@ void check_stage_built_alone(const TrainerOptions& options, Task& task, const Mo
   const Device cpu = Device::cpu();
   const int64_t allocated_before = cpu_memory_stats().allocated_bytes;
   cpu_reset_peak_memory_stats();
-  PipelineParallel pipeline(options, task, shared_comm_group(), cpu,
-                            sonata::testing::task_pipeline_loss(task, cpu));
+  PipelineParallel pipeline(options, task, shared_comm_group(), cpu);
   AdamW optimizer(pipeline.ownership().optimizer_groups(weight_decay_groups(task.model(), 0.01)),
                   AdamOptions{.lr = 1e-3});
   pipeline.start_training();

@@ -35,8 +35,7 @@ TEST_CASE("a pipelined run reports the whole model's parameters and each stage's
     manual_seed(options.seed);
     SpeechTask task(options, Vocabulary());
     const Device cpu = Device::cpu();
-    PipelineParallel pipeline(options, task, shared_comm_group(), cpu,
-                              sonata::testing::task_pipeline_loss(task, cpu));
+    PipelineParallel pipeline(options, task, shared_comm_group(), cpu);
     pipeline.start_training();  // built: the other stages' tensors are released
     CHECK_THAT(task.describe(), Contains("ds2 (" + std::to_string(whole) + " parameters)"));
     const std::string line = pipeline.describe();

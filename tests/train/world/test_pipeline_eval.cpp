@@ -47,8 +47,7 @@ TEST_CASE("a pipelined evaluation counts what one process's evaluate counts",
 
   manual_seed(options.seed);
   SpeechTask task(options, Vocabulary());
-  PipelineParallel pipeline(options, task, shared_comm_group(), cpu,
-                            sonata::testing::task_pipeline_loss(task, cpu));
+  PipelineParallel pipeline(options, task, shared_comm_group(), cpu);
   pipeline.start_training();  // the other stages released: the pass needs only this one's
   EvalCounts counts = pipeline.evaluate("val", cpu);
   REQUIRE(counts.sums.size() == expected.sums.size());

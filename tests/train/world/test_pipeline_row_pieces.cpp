@@ -88,8 +88,7 @@ TEST_CASE("a pipeline cuts vgg19_bn's classifier.0 into row pieces, each stage h
   // Whole layers cannot be balanced: classifier.0 alone is more than a stage's share.
   REQUIRE(classifier_bytes > whole_parameter_bytes / stages);
 
-  PipelineParallel pipeline(options, task, shared_comm_group(), cpu,
-                            sonata::testing::task_pipeline_loss(task, cpu));
+  PipelineParallel pipeline(options, task, shared_comm_group(), cpu);
   INFO(pipeline.describe());
   CHECK_THAT(pipeline.describe(), Catch::Contains("classifier.0 rows"));
   AdamW optimizer(pipeline.ownership().optimizer_groups(weight_decay_groups(task.model(), 0.01)),

@@ -54,8 +54,7 @@ TEST_CASE("pipeline stages hold only their own parameters, gradients and optimiz
   for (const auto& [name, tensor] : task.model().named_parameters())
     whole_parameter_bytes += whole_size(tensor);
 
-  PipelineParallel pipeline(options, task, shared_comm_group(), cpu,
-                            sonata::testing::task_pipeline_loss(task, cpu));
+  PipelineParallel pipeline(options, task, shared_comm_group(), cpu);
   AdamW optimizer(pipeline.ownership().optimizer_groups(weight_decay_groups(task.model(), 0.01)),
                   AdamOptions{.lr = 1e-3});
   pipeline.start_training();
