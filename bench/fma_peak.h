@@ -16,10 +16,12 @@ struct FmaPeak {
 };
 
 // Every supported capability, each on 1 thread, omp_get_max_threads() (the kernels' team)
-// and omp_get_num_procs() threads (the two last once when equal); each the best of 20 runs
-// of about 5 ms (of 5 runs of 2 ms when `quick`: a smoke run, not a figure). The best of many
-// short runs, because on a shared machine a short run is the likeliest to have had its cores
-// to itself (under a load of 10 on 2 cores, runs of 50 ms gave half of what runs of 2 ms did).
+// and omp_get_num_procs() threads (the two last once when equal); each the best of 50 runs
+// of about 2 ms (of 5 runs of 1 ms when `quick`: a smoke run, not a figure), each run timed
+// from its first thread's start after a barrier (waking the team is not the cores' peak) to
+// its last thread's end. The best of many short runs, because on a shared machine a short run is
+// the likeliest to have had its cores to itself: under a load of 10 on 2 cores, runs of 50 ms gave
+// half of what runs of 2 ms did, and timing the region from outside gave two threads 1.2 GFMA/s.
 std::vector<FmaPeak> measure_fma_peaks(bool quick);
 
 // The peak at `capability` on `threads` threads; 0 when it was not measured.
