@@ -40,9 +40,11 @@ BenchFields bench_ds2(const BenchOptions& options) {
     ds2_training_loss(*model, x, input_lengths, targets, target_lengths).backward();
     adamw.step();
   });
-  return {{"batch", std::to_string(batch)},
-          {"step_ms", str(seconds * 1e3)},
-          {"audio_s_per_s", str(double(batch * frames) / 100.0 / seconds)}};
+  BenchFields fields{{"batch", std::to_string(batch)},
+                     {"step_ms", str(seconds * 1e3)},
+                     {"audio_s_per_s", str(double(batch * frames) / 100.0 / seconds)}};
+  add_step_peak_share(fields, options, model->layers(), {x, input_lengths}, seconds);
+  return fields;
 }
 
 }  // namespace sonata

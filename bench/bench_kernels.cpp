@@ -3,7 +3,10 @@
 //   bench_kernels [--kernel gemm|conv|bn_relu|softmax_ce|lstm_step|ctc|optimizer|all]
 //                 [--device cpu|cuda] [--precision fp32|fp16|bf16] [--shape 1024,1024,640]
 //                 [--quick]
-// First it measures the ceilings: copy bandwidth (a threaded memcpy on the CPU, a
+// First, on the CPU, it measures the cores' FMA peak at every capability on one thread and on
+// the kernels' team (one "work": "fma_peak" line each, bench/fma_peak.h); each kernel's line
+// then carries its GFMA/s and its share of that peak at the active capability and team.
+// Then the ceilings: copy bandwidth (a threaded memcpy on the CPU, a
 // device-to-device cudaMemcpyAsync on CUDA; read + written bytes) and a large square GEMM's
 // rate in the precision. Then each kernel's forward (and backward, a separate line, timed
 // alone on a retained graph) rotates over at least --sets input sets that together exceed
@@ -21,6 +24,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "bench/fma_peak.h"
 #include "bench/kernel_bench.h"
 #include "kernels/cpu/capability.h"
 #include "kernels/cpu/gemm.h"
@@ -71,7 +75,10 @@ std::vector<int64_t> parse_shape(const std::string& text) {
   return sizes;
 }
 
-void print_result(const KernelResult& result, const std::string& device, const Ceilings& ceilings) {
+// peak_gfma: the measured FMA peak at the active capability on the kernels' threads (CPU);
+// 0 elsewhere. check_peak: warn when a kernel runs above it.
+void print_result(const KernelResult& result, const std::string& device, const Ceilings& ceilings,
+                  double peak_gfma, bool check_peak) {
   const double seconds = result.timing.seconds_per_call;
   const double floor = floor_ms(result.cost, ceilings);
   std::printf(
@@ -87,6 +94,20 @@ void print_result(const KernelResult& result, const std::string& device, const C
   if (device == "cpu")
     std::printf(", \"threads\": %d, \"blas\": \"%s\"", omp_get_max_threads(),
                 kernels::cpu::blas_core_name());
+  if (peak_gfma > 0) {
+    // One multiply-add is two of the cost's flops.
+    const double gfma = result.cost.flops / 2 / seconds / 1e9;
+    std::printf(", \"gfma_per_s\": %.4g, \"fma_peak_gfma\": %.4g, \"peak_share\": %.3g", gfma,
+                peak_gfma, gfma / peak_gfma);
+    // No kernel can beat the pipes: if one does, the peak's chains or the kernel's flop count
+    // are wrong, and every share printed is suspect. (A --quick peak is five 1 ms runs, too
+    // few on a loaded machine to be a ceiling; it is not checked.)
+    if (gfma > peak_gfma && check_peak)
+      std::fprintf(stderr,
+                   "bench_kernels: kernel:%s ran at %.4g GFMA/s, above the measured FMA peak "
+                   "%.4g: the peak or the kernel's flop count is wrong\n",
+                   result.kernel.c_str(), gfma, peak_gfma);
+  }
   std::printf(", \"cpu_capability\": \"%s\", \"peer\": \"sonata\"}\n",
               kernels::cpu::capability_name());
   std::fflush(stdout);
@@ -143,6 +164,12 @@ int main(int argc, char** argv) {
     SONATA_CHECK(!chosen.empty(), "bench_kernels: unknown --kernel '", kernel,
                  "' (gemm, conv, bn_relu, softmax_ce, lstm_step, ctc, optimizer, all)");
 
+    double peak_gfma = 0;
+    if (options.device.is_cpu()) {
+      const std::vector<FmaPeak> peaks = measure_fma_peaks(options.quick);
+      print_fma_peaks(peaks);
+      peak_gfma = fma_peak_gfma(peaks, kernels::cpu::capability_name(), omp_get_max_threads());
+    }
     const Ceilings ceilings = measure_ceilings(options);
     // CTC and the optimizer run f32 whatever the precision: their floors need f32's rate.
     Ceilings f32_ceilings = ceilings;
@@ -153,7 +180,8 @@ int main(int argc, char** argv) {
     for (const auto& [name, run] : chosen)
       for (const KernelResult& result : run(options))
         print_result(result, device_name,
-                     result.precision == options.precision ? ceilings : f32_ceilings);
+                     result.precision == options.precision ? ceilings : f32_ceilings, peak_gfma,
+                     !options.quick);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "bench_kernels: %s\n", error.what());
     return 1;

@@ -1,17 +1,23 @@
 // Training-step benchmark of the reference workloads, printing one JSON line in the schema of
 // bench/peer_torch.py so the two can be compared side by side:
 //   bench_models --work vgg19_bn --device cpu [--batch 8] [--size 1x128x128] [--steps 5]
-//   bench_models --work ds2 --device cpu [--batch 8] [--size 400]
+//                [--peak full|quick|off] [--layers]
+//   bench_models --work ds2 --device cpu [--batch 8] [--size 400] [--layers]
 //   bench_models --work mel --device cpu [--batch 16] [--size 160000]
 //   bench_models --work ctc --device cpu [--batch 32] [--size 400] [--target-length 40]
 // (the last against bench/peer_ctc.py). Extra fields name the BLAS kernels and the peak
-// memory, so a figure can be traced to what produced it.
+// memory, so a figure can be traced to what produced it. On the CPU, vgg19_bn and ds2 first
+// print the cores' measured FMA peak (bench/fma_peak.h), one "work": "fma_peak" line per
+// capability and team, and their line gains the step's multiply-adds, GFMA/s and share of the
+// peak; --layers adds one line per conv and linear pass timed alone (bench/layer_passes.h).
+#include <omp.h>
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 
 #include "base/error.h"
 #include "bench/bench_work.h"
+#include "bench/fma_peak.h"
 #include "engine/allocator.h"
 #include "kernels/cpu/capability.h"
 #include "kernels/cpu/gemm.h"
@@ -36,10 +42,30 @@ int main(int argc, char** argv) {
   app.add_option("--range-times", options.range_times,
                  "write host time per NVTX range over the timed steps here (JSONL; the CPU's "
                  "op-by-op profile, as the trainer's --range-times)");
+  app.add_flag("--layers", options.layers,
+               "vgg19_bn, ds2 on the CPU: time each conv and linear pass alone after the steps "
+               "(one JSON line each, with its share of the FMA peak)");
+  std::string peak = "full";
+  app.add_option("--peak", peak,
+                 "vgg19_bn, ds2 on the CPU: measure the cores' FMA peak first (full), briefly "
+                 "(quick: a smoke run's, which also times each --layers pass once) or not (off)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     SONATA_CHECK(options.steps > 0, "bench_models: --steps must be positive");
     options.device = Device::parse(device_name);
+    SONATA_CHECK(peak == "full" || peak == "quick" || peak == "off", "bench_models: --peak '", peak,
+                 "' is not full, quick or off");
+    // The convolution works' figures are read against the peak (the mel and CTC ones are
+    // bandwidth- and latency-bound).
+    const bool conv_work = options.work == "vgg19_bn" || options.work == "ds2";
+    if (options.device.is_cpu() && conv_work && peak != "off") {
+      const std::vector<bench::FmaPeak> peaks = bench::measure_fma_peaks(peak == "quick");
+      bench::print_fma_peaks(peaks);
+      options.fma_peak_gfma =
+          bench::fma_peak_gfma(peaks, kernels::cpu::capability_name(), omp_get_max_threads());
+    }
+    options.quick = peak == "quick";
     BenchFields fields;
     if (options.work == "vgg19_bn")
       fields = bench_vgg19_bn(options);

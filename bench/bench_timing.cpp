@@ -1,7 +1,9 @@
 #include <chrono>
 
+#include "base/error.h"
 #include "base/nvtx.h"
 #include "bench/bench_work.h"
+#include "bench/layer_passes.h"
 #include "engine/allocator.h"
 #include "engine/device.h"
 #include "train/range_report.h"
@@ -33,6 +35,25 @@ double time_steps(const BenchOptions& options, const std::function<void()>& step
     write_range_times(options.range_times, elapsed.count());
   }
   return elapsed.count() / options.steps;
+}
+
+}  // namespace sonata
+
+namespace sonata {
+
+void add_step_peak_share(BenchFields& fields, const BenchOptions& options,
+                         const LayerSequence& layers, const LayerValue& input, double seconds) {
+  if (!options.device.is_cpu()) return;
+  const bench::LayerPassOptions passes{options.work, options.layers, options.quick,
+                                       options.fma_peak_gfma};
+  const double multiply_adds = bench::step_multiply_adds(layers, input, passes);
+  const double gfma = multiply_adds / seconds / 1e9;
+  fields.emplace_back("step_multiply_adds", str(multiply_adds));
+  fields.emplace_back("step_gfma_per_s", str(gfma));
+  if (options.fma_peak_gfma > 0) {
+    fields.emplace_back("fma_peak_gfma", str(options.fma_peak_gfma));
+    fields.emplace_back("peak_share", str(gfma / options.fma_peak_gfma));
+  }
 }
 
 }  // namespace sonata

@@ -8,6 +8,7 @@
 #include "engine/ops/loss.h"
 #include "engine/optim/sgd.h"
 #include "engine/random.h"
+#include "models/model_family.h"
 #include "models/registry.h"
 
 namespace sonata {
@@ -51,10 +52,15 @@ BenchFields bench_vgg19_bn(const BenchOptions& options) {
     cross_entropy(model->forward(x), y).backward();
     sgd.step();
   });
-  return {{"batch", std::to_string(batch)},
-          {"memory_format", options.channels_last ? "\"channels_last\"" : "\"contiguous\""},
-          {"step_ms", str(seconds * 1e3)},
-          {"images_per_s", str(double(batch) / seconds)}};
+  BenchFields fields{
+      {"batch", std::to_string(batch)},
+      {"memory_format", options.channels_last ? "\"channels_last\"" : "\"contiguous\""},
+      {"step_ms", str(seconds * 1e3)},
+      {"images_per_s", str(double(batch) / seconds)}};
+  if (dtype == DType::f32 && !options.channels_last)
+    add_step_peak_share(fields, options, std::dynamic_pointer_cast<LayeredModel>(model)->layers(),
+                        {x, Tensor()}, seconds);
+  return fields;
 }
 
 }  // namespace sonata
