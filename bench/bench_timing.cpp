@@ -1,10 +1,10 @@
 #include <chrono>
 
 #include "base/nvtx.h"
+#include "base/range_report.h"
 #include "bench/bench_work.h"
 #include "engine/allocator.h"
 #include "engine/device.h"
-#include "train/range_report.h"
 
 namespace sonata {
 

@@ -1,7 +1,7 @@
 #include "train/bad_input.h"
 
 #include "base/error.h"
-#include "train/error_text.h"
+#include "base/error_text.h"
 
 namespace sonata {
 namespace {

@@ -15,11 +15,14 @@
 #include "engine/ops/ctc.h"
 #include "models/ctc_decode.h"
 #include "models/registry.h"
+#include "models/speech_training_loss.h"
 #include "train/precision.h"
 #include "train/tasks/ctc_reachability.h"
-#include "train/tasks/ds2_training_loss.h"
 
 namespace sonata {
+
+// The loss (models/) and the decoders name the blank the vocabulary (data/) reserves.
+static_assert(kCtcBlank == Vocabulary::kBlank, "CTC's blank is the vocabulary's");
 namespace {
 
 // Clips named in a start-up warning; the count gives the rest.
@@ -187,7 +190,7 @@ class SpeechEvalPass : public EvalPass {
     const std::vector<int64_t> clips = items(added_++);
     const Tensor device_log_probs = speech_log_probabilities(output.x);
     // Per-clip losses divided by their target lengths (the mean reduction's weighting).
-    CtcOptions none_options = ds2_ctc_options();
+    CtcOptions none_options = speech_ctc_options();
     none_options.reduction = Reduction::none;
     const Tensor target_lengths = batch[SpeechBatch::target_lengths];
     const Tensor losses = ctc_loss(device_log_probs, batch[SpeechBatch::targets], output.lengths,
