@@ -1,8 +1,8 @@
 #pragma once
 // trainer --pipeline-stages S: the world as D = world / S data-parallel replicas of an S-stage
 // pipeline, rank r running stage r % S of replica r / S (comm/pipeline/pipeline.h). Each
-// optimizer step runs its M loader batches (--micro-batches, which is --accum-steps) through
-// the pipeline as its micro-batches, so a pipelined run computes what one process computes
+// optimizer step runs its M loader batches (--accum-steps) through the pipeline as its
+// micro-batches, so a pipelined run computes what one process computes
 // with --accum-steps M; with D > 1 the reducer averages stage s's gradients over the replicas.
 //
 // Every rank describes the whole model (one process's initialisation, so results stay equal),

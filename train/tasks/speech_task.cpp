@@ -63,7 +63,7 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
       vocabulary_(std::move(vocabulary)),
       extractor_(options.features.config()),
       batcher_(extractor_, speech_augment(options), options.pad_frames_to),
-      compute_dtype_(compute_dtype(options.precision)) {
+      compute_dtype_(compute_dtype(options.precision.value())) {
   const InputPolicy policy = input_policy(options);
   std::unique_ptr<FeatureCache> cache;
   if (!options.feature_cache.empty())
@@ -72,7 +72,7 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
     const bool train = std::string(name) == "train";
     const bool keep_audio = options.speed_perturb && train;
     // --features-on step: the training audio is featurised in each step instead.
-    const bool featurise = options.features_on == "load" || !train;
+    const bool featurise = options.features_on == FeaturesOn::load || !train;
     return manifest.empty()
                ? SpeechSplit{}
                : load_speech_split(name, manifest, vocabulary_, extractor_, options.workers, policy,
@@ -129,7 +129,7 @@ bool SpeechTask::has_split(const std::string& name) const {
 }
 
 HostBatch SpeechTask::prepare(const std::vector<int64_t>& items, int64_t epoch) const {
-  if (options_.features_on == "step") return batcher_.waveforms(train_, items, epoch);
+  if (options_.features_on == FeaturesOn::step) return batcher_.waveforms(train_, items, epoch);
   return batcher_.features(train_, items, epoch, /*training=*/true);
 }
 
