@@ -5,7 +5,7 @@
 //   build/bench_ddp --device cuda --group nccl    (one process: the reducer over a one-rank
 //                                                  NCCL group, no MPI needed)
 // Work: DeepSpeech2 (peer_torch.py's ds2 by default, --hidden/--layers to shrink it) on random
-// log-mel frames, the trainer's CTC loss (ds2_training_loss), AdamW. Phases, every rank at once,
+// log-mel frames, the trainer's CTC loss (speech_training_loss), AdamW. Phases, every rank at once,
 // each after a barrier:
 //   local - forward, backward, step: no reducer;
 //   ddp   - the same under DistributedDataParallel (buckets all-reduced while backward runs);
@@ -34,7 +34,7 @@
 #include "engine/random.h"
 #include "kernels/cpu/capability.h"
 #include "models/ds2.h"
-#include "train/tasks/ds2_training_loss.h"
+#include "models/speech_training_loss.h"
 
 using namespace sonata;
 
@@ -78,7 +78,7 @@ Workload make_workload(Device device, int rank, int64_t batch, int64_t frames, i
 }
 
 Tensor loss_of(const Workload& w) {
-  return ds2_training_loss(*w.model, w.x, w.input_lengths, w.targets, w.target_lengths);
+  return speech_training_loss(*w.model, w.x, w.input_lengths, w.targets, w.target_lengths);
 }
 
 struct Timing {

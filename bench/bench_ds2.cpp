@@ -1,7 +1,7 @@
 // peer_torch.py --work ds2: DeepSpeech2-small over log-mel [B, 1, T, 80] (T = 400 frames),
-// CTC (blank 0, mean, zero_infinity; the trainer's loss, ds2_training_loss) on 40 labels in [1, 28]
-// per sample, AdamW lr 1e-3, batch 8 on the CPU, 32 on CUDA. Audio seconds per second counts 100
-// frames a second.
+// CTC (blank 0, mean, zero_infinity; the trainer's loss, speech_training_loss) on 40 labels in [1,
+// 28] per sample, AdamW lr 1e-3, batch 8 on the CPU, 32 on CUDA. Audio seconds per second counts
+// 100 frames a second.
 #include <string>
 
 #include "base/error.h"
@@ -10,7 +10,7 @@
 #include "engine/optim/adamw.h"
 #include "engine/random.h"
 #include "models/ds2.h"
-#include "train/tasks/ds2_training_loss.h"
+#include "models/speech_training_loss.h"
 
 namespace sonata {
 
@@ -37,7 +37,7 @@ BenchFields bench_ds2(const BenchOptions& options) {
 
   const double seconds = time_steps(options, [&] {
     adamw.zero_grad();
-    ds2_training_loss(*model, x, input_lengths, targets, target_lengths).backward();
+    speech_training_loss(*model, x, input_lengths, targets, target_lengths).backward();
     adamw.step();
   });
   BenchFields fields{{"batch", std::to_string(batch)},

@@ -72,8 +72,8 @@ struct Options {
   int64_t image = 64, in_channels = 1, classes = 16, batch = 32;
   int micro_batches = 4, steps = 5, warmup = 2;
   int64_t epoch_items = 1600;
-  std::string balance = "params";  // params (bytes) | time (measured)
-  int epochs = 0;                  // 0: timed steps only
+  Choice<PipelineBalance> balance = PipelineBalance::bytes;  // the trainer's --pipeline-balance
+  int epochs = 0;                                            // 0: timed steps only
   int64_t eval_items = 512;
   std::optional<double> lr, momentum;  // SGD's; defaults below
   std::string optimizer = "sgd";       // sgd | adamw
@@ -355,7 +355,7 @@ Row run_pipeline(const Options& o, const std::shared_ptr<ProcessGroup>& world,
   const Batch batch = make_batch(o, o.batch / replicas);
   PipelineBuildOptions build;
   build.stages = stages;
-  build.balance = o.balance;
+  build.balance = o.balance.value();
   build.timing_input = [&]() -> LayerValue {
     return {batch.x.slice(0, 0, std::max<int64_t>(1, batch.x.size(0) / micro_batches)), {}};
   };
@@ -459,7 +459,7 @@ int main(int argc, char** argv) {
   app.add_option("--epoch-items", o.epoch_items,
                  "items per epoch: the epoch time, and with --epochs the training set")
       ->capture_default_str();
-  app.add_option("--balance", o.balance, "stage balance: params (bytes) | time (measured)")
+  app.add_option("--balance", o.balance, "stage balance: bytes (parameter bytes) | time (measured)")
       ->capture_default_str();
   app.add_option("--epochs", o.epochs,
                  "train each strategy for N epochs of --epoch-items synthetic images first and "
@@ -476,8 +476,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     o.device = Device::parse(device_name);
-    SONATA_CHECK(o.balance == "params" || o.balance == "time", "bench_parallel: --balance '",
-                 o.balance, "' must be params or time");
+    SONATA_CHECK(o.balance.known(), "bench_parallel: --balance '", o.balance, "' must be ",
+                 o.balance.words());
     SONATA_CHECK(o.optimizer == "sgd" || o.optimizer == "adamw", "bench_parallel: --optimizer '",
                  o.optimizer, "' must be sgd or adamw");
     SONATA_CHECK(!(o.json_only && o.table_only), "bench_parallel: --json and --table exclude ",

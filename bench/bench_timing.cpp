@@ -2,11 +2,11 @@
 
 #include "base/error.h"
 #include "base/nvtx.h"
+#include "base/range_report.h"
 #include "bench/bench_work.h"
 #include "bench/layer_passes.h"
 #include "engine/allocator.h"
 #include "engine/device.h"
-#include "train/range_report.h"
 
 namespace sonata {
 

@@ -1,7 +1,7 @@
 #include "train/bad_input.h"
 
 #include "base/error.h"
-#include "train/error_text.h"
+#include "base/error_text.h"
 
 namespace sonata {
 namespace {
@@ -14,7 +14,7 @@ constexpr size_t kNamedSkips = 5;
 
 InputPolicy input_policy(const TrainerOptions& options) {
   const double task_default = options.is_speech() ? kSpeechMaxDuration : 0;
-  return {options.bad_input == "skip",
+  return {options.bad_input == BadInput::skip,
           options.max_duration == kTaskMaxDuration ? task_default : options.max_duration};
 }
 

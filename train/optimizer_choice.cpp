@@ -14,14 +14,14 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, Module& mod
                                   model.parameters(), {{"weight_decay", o.weight_decay}}}}
                             : weight_decay_groups(model, o.weight_decay);
   groups = ownership.optimizer_groups(std::move(groups));
-  if (o.optimizer == "sgd")
+  if (o.optimizer == OptimizerKind::sgd)
     return std::make_unique<SGD>(std::move(groups), SgdOptions{.lr = lr,
                                                                .momentum = o.momentum,
                                                                .weight_decay = o.weight_decay,
                                                                .nesterov = o.nesterov});
   const AdamOptions adam{
       .lr = lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay};
-  if (o.optimizer == "adam") return std::make_unique<Adam>(std::move(groups), adam);
+  if (o.optimizer == OptimizerKind::adam) return std::make_unique<Adam>(std::move(groups), adam);
   return std::make_unique<AdamW>(std::move(groups), adam);
 }
 
@@ -33,10 +33,10 @@ LrSchedule make_schedule(const OptimizerOptions& o, double peak_lr, double lengt
                " leave nothing of the ", length, " ", o.schedule_unit,
                " of training: shorten them to fit (e.g. --warmup ", length / 10,
                " --flat-tail 0, a tenth of the run warming up) or train longer");
-  if (o.schedule == "cosine") schedule.cosine(main, o.min_lr);
-  if (o.schedule == "linear") schedule.linear(main, o.min_lr);
-  if (o.schedule == "step") schedule.step_decay(main, o.step_every, o.step_gamma);
-  if (o.schedule == "constant") schedule.constant(main);
+  if (o.schedule == ScheduleShape::cosine) schedule.cosine(main, o.min_lr);
+  if (o.schedule == ScheduleShape::linear) schedule.linear(main, o.min_lr);
+  if (o.schedule == ScheduleShape::step) schedule.step_decay(main, o.step_every, o.step_gamma);
+  if (o.schedule == ScheduleShape::constant) schedule.constant(main);
   if (o.flat_tail > 0) schedule.constant(o.flat_tail);
   return schedule;
 }

@@ -22,10 +22,26 @@ const char* const kBatches =
     "the checkpoint's step count, epoch length and schedule position count batches of that "
     "size";
 
+// The image jitter's two options, refused together.
+const char* const kJitter = "--brightness and --contrast";
+
 using T = TrainerOptions;
 constexpr OnResume kRunOnly = OnResume::run_only;
 constexpr OnResume kFixed = OnResume::fixed;
 constexpr OnResume kEpochStart = OnResume::epoch_start;
+
+// A row for one family's models only; --help says which before the row's text.
+OptionRow speech(OptionRow row) {
+  row.family = ModelFamily::speech;
+  row.help = "ASR: " + row.help;
+  return row;
+}
+OptionRow images(OptionRow row, const char* refused_as = "") {
+  row.family = ModelFamily::image_classifier;
+  row.help = "classification: " + row.help;
+  row.refused_as = refused_as;
+  return row;
+}
 
 // --model's choices, each with its family and line of help (models/registry.cpp).
 std::string model_help() {
@@ -47,8 +63,8 @@ std::vector<OptionRow> make_table() {
        false, "train"},
       {"val", &T::val_manifest, kData, "validation manifest", false, "val"},
       {"test", &T::test_manifest, kData, "test manifest, evaluated after training", false, "test"},
-      {"feature-cache", &T::feature_cache, kData,
-       "ASR: a featurize cache of the manifests (same feature flags)", false},
+      speech({"feature-cache", &T::feature_cache, kData,
+              "a featurize cache of the manifests (same feature flags)", false}),
       {"features-on", &T::features_on, kData,
        "load | step: training features (and their augmentation) computed once at start, or "
        "from the audio on the device in each step",
@@ -73,36 +89,38 @@ std::vector<OptionRow> make_table() {
        "image-height"},
       {"image-width", &T::image_width, kData, "classification: image columns (frames)", true,
        "image-width"},
-      {"features", &T::image_features, kData,
-       "classification: mel | cqt, the image of an audio slice (cqt: librosa.cqt's hop 512, "
-       "fmin C1, 84 bins, 12 per octave)",
-       true, "image-features"},
+      images({"features", &T::image_features, kData,
+              "mel | cqt, the image of an audio slice (cqt: librosa.cqt's hop "
+              "512, fmin C1, 84 bins, 12 per octave)",
+              true, "image-features"}),
       {"image-mean", &T::image_mean, kData,
        "classification, image files: Normalize mean per channel (comma-separated)", true,
        "image-mean"},
       {"image-std", &T::image_std, kData,
        "classification, image files: Normalize std per channel (comma-separated)", true,
        "image-std"},
-      {"spec-augment", &T::spec_augment, kData, "ASR: SpecAugment masks on training features",
-       false, "spec-augment"},
-      {"speed-perturb", &T::speed_perturb, kData,
-       "ASR: play each training clip at 0.9, 1.0 or 1.1 speed (keeps the audio in memory)", false,
-       "speed-perturb"},
-      {"brightness", &T::brightness, kData,
-       "classification: brightness jitter, factor in [1 - b, 1 + b] (0: off)", true, "brightness"},
-      {"contrast", &T::contrast, kData,
-       "classification: contrast jitter, factor in [1 - c, 1 + c] (0: off)", true, "contrast"},
+      speech({"spec-augment", &T::spec_augment, kData, "SpecAugment masks on training features",
+              false, "spec-augment"}),
+      speech({"speed-perturb", &T::speed_perturb, kData,
+              "play each training clip at 0.9, 1.0 or 1.1 speed (keeps the audio in memory)", false,
+              "speed-perturb"}),
+      images({"brightness", &T::brightness, kData,
+              "brightness jitter, factor in [1 - b, 1 + b] (0: off)", true, "brightness"},
+             kJitter),
+      images({"contrast", &T::contrast, kData, "contrast jitter, factor in [1 - c, 1 + c] (0: off)",
+              true, "contrast"},
+             kJitter),
       {"freq-masks", &T::freq_masks, kData, "SpecAugment frequency masks", true, "freq-masks"},
       {"freq-mask-width", &T::freq_mask_width, kData, "SpecAugment widest frequency mask", true,
        "freq-mask-width"},
       {"time-masks", &T::time_masks, kData, "SpecAugment time masks", true, "time-masks"},
       {"time-mask-width", &T::time_mask_width, kData, "SpecAugment widest time mask", true,
        "time-mask-width"},
-      {"sortagrad", &T::sortagrad, kData, "ASR: first epoch in ascending length order", false,
-       "sortagrad", kEpochStart},
-      {"class-balanced", &T::class_balanced, kData,
-       "classification: draw items with weights inverse to their class's frequency", false,
-       "class-balanced", kEpochStart},
+      speech({"sortagrad", &T::sortagrad, kData, "first epoch in ascending length order", false,
+              "sortagrad", kEpochStart}),
+      images({"class-balanced", &T::class_balanced, kData,
+              "draw items with weights inverse to their class's frequency", false, "class-balanced",
+              kEpochStart}),
       {"workers", &T::workers, kData, "threads decoding clips at start and building batches ahead"},
 
       {"batch-size", &T::batch_size, kOptim, "items per step and process", true, "batch-size",

@@ -5,13 +5,17 @@
 // may do with it. add_trainer_options registers the command line from this table (and CLI11
 // reads config files through the same options), TrainerOptions::to_json writes the
 // checkpoint's JSON from it, and resume_changes asks it what may change. The model's own
-// options (models/registry.h), the feature flags (feature_flags.h), --micro-batches (the
-// pipeline's name for --accum-steps) and --config are registered beside it.
+// options (models/registry.h), the feature flags (feature_flags.h), --config, and the refusal
+// of --micro-batches (--accum-steps' old second name) are registered beside it. A mode's row
+// reads its words into an enum (option_modes.h).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "models/model_family.h"
+#include "train/option_modes.h"
 #include "train/trainer_options.h"
 
 namespace sonata {
@@ -24,9 +28,16 @@ enum class OnResume {
   epoch_start,  // it orders an epoch's batches: refused in the middle of an epoch
 };
 
-using OptionField = std::variant<std::string TrainerOptions::*, int64_t TrainerOptions::*,
-                                 uint64_t TrainerOptions::*, double TrainerOptions::*,
-                                 bool TrainerOptions::*, std::vector<double> TrainerOptions::*>;
+// A mode (Choice<...>) reads its words into its enum (option_modes.h).
+using OptionField =
+    std::variant<std::string TrainerOptions::*, int64_t TrainerOptions::*,
+                 uint64_t TrainerOptions::*, double TrainerOptions::*, bool TrainerOptions::*,
+                 std::vector<double> TrainerOptions::*, Choice<Precision> TrainerOptions::*,
+                 Choice<FeaturesOn> TrainerOptions::*, Choice<OptimizerKind> TrainerOptions::*,
+                 Choice<ScheduleShape> TrainerOptions::*, Choice<ScheduleUnit> TrainerOptions::*,
+                 Choice<BadInput> TrainerOptions::*, Choice<CommDtype> TrainerOptions::*,
+                 Choice<PipelineBalance> TrainerOptions::*,
+                 Choice<ImageFeatures> TrainerOptions::*>;
 
 struct OptionRow {
   std::string name;   // "lr": --lr on the command line, lr: in a config file
@@ -37,6 +48,10 @@ struct OptionRow {
   const char* checkpoint_key = "";  // its key in the checkpoint's JSON; "": not kept
   OnResume on_resume = OnResume::change;
   const char* fixed_because = "";  // OnResume::fixed: why, in the refusal
+  // Set: the option is for that family's models only; check() refuses it set (off its
+  // default) with another model, naming the models it is for.
+  std::optional<ModelFamily> family = std::nullopt;
+  const char* refused_as = "";  // that refusal's subject when not the flag ("--a and --b")
 };
 
 // In --help's order.

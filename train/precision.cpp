@@ -24,11 +24,16 @@ void collect_batch_norm_names(const Module& module, const std::string& prefix,
 
 }  // namespace
 
-DType compute_dtype(const std::string& precision) {
-  if (precision == "fp32") return DType::f32;
-  if (precision == "fp16") return DType::f16;
-  if (precision == "bf16") return DType::bf16;
-  throw Error(str("--precision must be fp32, fp16 or bf16, got '", precision, "'"));
+DType compute_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::fp16:
+      return DType::f16;
+    case Precision::bf16:
+      return DType::bf16;
+    case Precision::fp32:
+      break;
+  }
+  return DType::f32;
 }
 
 void cast_for_precision(Module& model, DType dtype) {

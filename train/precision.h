@@ -7,10 +7,11 @@
 #include <string>
 
 #include "engine/nn/module.h"
+#include "train/option_modes.h"
 
 namespace sonata {
 
-DType compute_dtype(const std::string& precision);  // fp32 | fp16 | bf16
+DType compute_dtype(Precision precision);
 // Casts every parameter and floating buffer to `dtype`, except BatchNorm's.
 void cast_for_precision(Module& model, DType dtype);
 

@@ -48,10 +48,11 @@ std::vector<std::string> resume_changes(const nlohmann::json& before, const nloh
                       key, " ", old->dump(), " and change it from a checkpoint at an epoch's end"));
     std::string note = str("resumed run changes --", key, " from ", old->dump(), " to ",
                            value.dump(), ", in effect from step ", step, " on");
-    const std::string optimizer = now.value("optimizer", "");
+    const Choice<OptimizerKind> optimizer(now.value("optimizer", ""));
+    const bool sgd = optimizer == OptimizerKind::sgd;
     const bool sgd_only = key == "momentum" || key == "nesterov";
     const bool adam_only = key == "beta1" || key == "beta2" || key == "eps";
-    if ((sgd_only && optimizer != "sgd") || (adam_only && optimizer == "sgd"))
+    if ((sgd_only && !sgd) || (adam_only && sgd))
       note = str("resumed run changes --", key, " from ", old->dump(), " to ", value.dump(),
                  ", which --optimizer ", optimizer, " does not use");
     if (key == "seed")

@@ -57,7 +57,7 @@ TrainingRun::TrainingRun(const TrainerOptions& o, Task& task, Device device,
   // Before any split: the pipeline's, SyncBatchNorm's and the reducer's groups inherit it.
   if (group_ && o.comm_timeout > 0) group_->set_timeout(o.comm_timeout);
   model_.to(device);
-  cast_for_precision(model_, compute_dtype(o.precision));
+  cast_for_precision(model_, compute_dtype(o.precision.value()));
   model_.train();
   std::tie(profile_first_, profile_last_) = o.profile_range();
   if (!o.range_times.empty()) range_times_enable(true);
@@ -69,7 +69,7 @@ TrainResult TrainingRun::train() {
   // fp16 scales the loss (GradScaler); fp32 and bf16 keep the scaler's inf/nan check at a
   // fixed scale of 1, so a non-finite gradient skips the step instead of poisoning weights.
   LossScalerOptions scaling;
-  if (o_.precision != "fp16") {
+  if (o_.precision != Precision::fp16) {
     scaling.init_scale = 1.0;
     scaling.growth_factor = 1.0;
     scaling.backoff_factor = 1.0;
@@ -94,7 +94,7 @@ TrainResult TrainingRun::train() {
   // The global batch: every shard's micro-batches of one optimizer step.
   const double peak_lr = scale_lr(o_.lr, batch_size * o_.accum_steps * replicas, o_.reference_batch,
                                   parse_lr_scaling_rule(o_.lr_scaling));
-  schedule_in_steps_ = o_.schedule_unit == "steps";
+  schedule_in_steps_ = o_.schedule_unit == ScheduleUnit::steps;
   schedule_ =
       make_schedule(o_, peak_lr, schedule_in_steps_ ? double(total_steps_) : double(epochs_));
   // Over the parameters this rank holds (a pipeline stage's alone), numbered as in one

@@ -5,8 +5,8 @@
 
 #include "base/error.h"
 #include "base/nvtx.h"
+#include "base/range_report.h"
 #include "engine/device.h"
-#include "train/range_report.h"
 #include "train/train_loop_run.h"
 
 namespace sonata {

@@ -60,6 +60,51 @@ bool one_of(const std::string& value, std::initializer_list<const char*> choices
   return false;
 }
 
+template <class Value>
+struct IsChoice : std::false_type {};
+template <class Mode>
+struct IsChoice<Choice<Mode>> : std::true_type {};
+
+// Every mode's word is one of its row's (option_modes.h): "--precision must be fp32, fp16 or
+// bf16, got 'fp8'", in the words the user wrote.
+void check_modes(const TrainerOptions& o) {
+  for (const OptionRow& row : option_table())
+    std::visit(
+        [&](auto member) {
+          const auto& value = o.*member;
+          using Value = std::decay_t<decltype(value)>;
+          if constexpr (IsChoice<Value>::value)
+            SONATA_CHECK(value.known(), "--", row.name, " must be ", Value::words(), ", got '",
+                         value.word(), "'");
+        },
+        row.field);
+}
+
+// Each row for one family's models (OptionRow::family) is left at its default by the others:
+// "--sortagrad applies to speech models only (--model ds2)".
+void check_families(const TrainerOptions& o, ModelFamily family) {
+  const TrainerOptions defaults;
+  for (const OptionRow& row : option_table()) {
+    if (!row.family || *row.family == family) continue;
+    std::visit(
+        [&](auto member) {
+          const auto& value = o.*member;
+          using Value = std::decay_t<decltype(value)>;
+          std::string subject = *row.refused_as ? row.refused_as : "--" + row.name;
+          bool set = false;
+          if constexpr (IsChoice<Value>::value) {
+            set = value.word() != (defaults.*member).word();
+            if (!*row.refused_as) subject += " " + value.word();
+          } else {
+            set = !(value == defaults.*member);
+          }
+          const bool two = subject.find(" and ") != std::string::npos;
+          SONATA_CHECK(!set, subject, two ? " apply to " : " applies to ", only_for(*row.family));
+        },
+        row.field);
+  }
+}
+
 // One row of the table on the command line (and so in config files).
 CLI::Option* add_option_row(CLI::App& app, TrainerOptions& o, const OptionRow& row) {
   const std::string flag = "--" + row.name;
@@ -89,22 +134,23 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   app.get_formatter()->column_width(34);
 
   // --help lists the options in the table's order, with the others where they belong: the
-  // model's own options after --model, the feature flags after --test, --micro-batches after
-  // --pipeline-stages.
-  CLI::Option* accum = nullptr;
+  // model's own options after --model, the feature flags after --test.
   for (const OptionRow& row : option_table()) {
-    CLI::Option* option = add_option_row(app, o, row);
-    if (row.name == "accum-steps") accum = option;
+    add_option_row(app, o, row);
     if (row.name == "model") add_model_options(app, o);
     if (row.name == "test") add_feature_flags(app, o.features, "Features");
-    if (row.name == "pipeline-stages") {
-      SONATA_CHECK(accum, "the option table lists --accum-steps after --pipeline-stages");
-      app.add_option("--micro-batches", o.accum_steps,
-                     "batches per optimizer step, run through the pipeline (= --accum-steps)")
-          ->excludes(accum)
-          ->group(row.group);
-    }
   }
+  // One name per concept: the pipeline's micro-batches are the step's --accum-steps. The old
+  // name (on the command line or in a config file) is refused naming the kept one; hidden.
+  app.add_option_function<std::string>(
+         "--micro-batches",
+         [](const std::string& value) {
+           throw CLI::ValidationError(str("--micro-batches ", value, " is --accum-steps ", value,
+                                          ": give --accum-steps (the batches of one optimizer "
+                                          "step, run through the pipeline under "
+                                          "--pipeline-stages)"));
+         })
+      ->group("");
 
   // Model options left empty on the command line are not options at all.
   app.final_callback([&o] {
@@ -127,10 +173,6 @@ void TrainerOptions::check() const {
                  name_list(takers, " and "), ", not of ", model, "; drop it or change --model");
     SONATA_CHECK(taken, "--", key, " is no model's option (models/registry.cpp)");
   }
-  const bool speech = entry->family == ModelFamily::speech;
-  const bool images = entry->family == ModelFamily::image_classifier;
-  const std::string speech_only = only_for(ModelFamily::speech);
-  const std::string images_only = only_for(ModelFamily::image_classifier);
   SONATA_CHECK(!train_manifest.empty() || eval_only,
                "--train is required (a manifest to train on)");
   SONATA_CHECK(!eval_only || !init_from.empty() || !resume.empty(),
@@ -140,18 +182,14 @@ void TrainerOptions::check() const {
   SONATA_CHECK(batch_size > 0, "--batch-size must be positive, got ", batch_size);
   SONATA_CHECK(epochs > 0 || max_steps > 0, "give --epochs or --max-steps a positive value");
   SONATA_CHECK(accum_steps > 0, "--accum-steps must be at least 1, got ", accum_steps);
-  SONATA_CHECK(one_of(optimizer, {"sgd", "adam", "adamw"}),
-               "--optimizer must be sgd, adam or adamw, got '", optimizer, "'");
+  check_modes(*this);
   // Finite as well: an optimizer or schedule would otherwise refuse it in its own words.
   SONATA_CHECK(lr > 0 && std::isfinite(lr), "--lr must be a positive number, got ", lr);
   SONATA_CHECK(weight_decay >= 0 && std::isfinite(weight_decay),
                "--weight-decay must be a number not below 0, got ", weight_decay);
-  SONATA_CHECK(!nesterov || optimizer == "sgd", "--nesterov applies to --optimizer sgd only");
-  SONATA_CHECK(one_of(schedule, {"constant", "cosine", "step", "linear"}),
-               "--schedule must be constant, cosine, step or linear, got '", schedule, "'");
-  SONATA_CHECK(one_of(schedule_unit, {"epochs", "steps"}),
-               "--schedule-unit must be epochs or steps, got '", schedule_unit, "'");
-  SONATA_CHECK(schedule_unit == "steps" || max_steps == 0 || epochs > 0,
+  SONATA_CHECK(!nesterov || optimizer == OptimizerKind::sgd,
+               "--nesterov applies to --optimizer sgd only");
+  SONATA_CHECK(schedule_unit == ScheduleUnit::steps || max_steps == 0 || epochs > 0,
                "--max-steps without --epochs needs --schedule-unit steps");
   SONATA_CHECK(warmup >= 0 && flat_tail >= 0, "--warmup and --flat-tail must not be negative");
   SONATA_CHECK(min_lr >= 0 && min_lr <= lr, "--min-lr must lie in [0, --lr]");
@@ -159,32 +197,20 @@ void TrainerOptions::check() const {
                "--lr-scaling must be none, linear or sqrt, got '", lr_scaling, "'");
   SONATA_CHECK(reference_batch > 0, "--reference-batch must be positive");
   SONATA_CHECK(grad_clip >= 0, "--grad-clip must not be negative (0 turns clipping off)");
-  SONATA_CHECK(one_of(precision, {"fp32", "fp16", "bf16"}),
-               "--precision must be fp32, fp16 or bf16, got '", precision, "'");
-  SONATA_CHECK(precision == "fp32" || device.rfind("cuda", 0) == 0 || device == "auto",
+  SONATA_CHECK(precision == Precision::fp32 || device.rfind("cuda", 0) == 0 || device == "auto",
                "--precision ", precision,
                " runs on a GPU only; use --device cuda or --precision fp32");
   SONATA_CHECK(max_bad_steps > 0, "--max-bad-steps must be positive");
   features.config();  // throws naming a bad feature flag
-  SONATA_CHECK(feature_cache.empty() || speech, "--feature-cache applies to ", speech_only);
+  check_families(*this, entry->family);
   SONATA_CHECK(pad_frames_to >= 1, "--pad-frames-to must be at least 1, got ", pad_frames_to);
-  SONATA_CHECK(one_of(features_on, {"load", "step"}), "--features-on must be load or step, got '",
-               features_on, "'");
-  SONATA_CHECK(features_on == "load" || feature_cache.empty(),
+  SONATA_CHECK(features_on == FeaturesOn::load || feature_cache.empty(),
                "--features-on step needs the audio: it cannot use --feature-cache");
-  SONATA_CHECK(!spec_augment || speech, "--spec-augment applies to ", speech_only);
-  SONATA_CHECK(!speed_perturb || speech, "--speed-perturb applies to ", speech_only);
   SONATA_CHECK(!speed_perturb || feature_cache.empty(),
                "--speed-perturb needs the audio: it cannot use --feature-cache");
-  SONATA_CHECK((brightness == 0 && contrast == 0) || images,
-               "--brightness and --contrast apply to ", images_only);
   SONATA_CHECK(brightness >= 0 && contrast >= 0,
                "--brightness and --contrast must not be negative");
-  SONATA_CHECK(!sortagrad || speech, "--sortagrad applies to ", speech_only);
-  SONATA_CHECK(!class_balanced || images, "--class-balanced applies to ", images_only);
   SONATA_CHECK(workers >= 1, "--workers must be at least 1");
-  SONATA_CHECK(one_of(bad_input, {"stop", "skip"}), "--bad-input must be stop or skip, got '",
-               bad_input, "'");
   SONATA_CHECK(max_duration >= 0 || max_duration == kTaskMaxDuration,
                "--max-duration must not be negative (0: no limit), got ", max_duration);
   SONATA_CHECK(max_image_pixels > 0, "--max-image-pixels must be positive, got ", max_image_pixels);
@@ -208,13 +234,9 @@ void TrainerOptions::check() const {
   SONATA_CHECK(bucket_mb > 0, "--bucket-mb must be positive, got ", bucket_mb);
   SONATA_CHECK(comm_timeout >= 0 && std::isfinite(comm_timeout),
                "--comm-timeout must be a number of seconds (0: the default), got ", comm_timeout);
-  SONATA_CHECK(one_of(ddp_comm_dtype, {"same", "fp16", "bf16"}),
-               "--ddp-comm-dtype must be same, fp16 or bf16, got '", ddp_comm_dtype, "'");
   SONATA_CHECK(pipeline_stages >= 1, "--pipeline-stages must be at least 1, got ", pipeline_stages);
   SONATA_CHECK(one_of(pipeline_schedule, {"1f1b", "gpipe"}),
                "--pipeline-schedule must be 1f1b or gpipe, got '", pipeline_schedule, "'");
-  SONATA_CHECK(one_of(pipeline_balance, {"bytes", "time"}),
-               "--pipeline-balance must be bytes or time, got '", pipeline_balance, "'");
   SONATA_CHECK(pipeline_stages > 1 || pipeline_cuts.empty(),
                "--pipeline-cuts needs --pipeline-stages 2 or more");
   SONATA_CHECK(pipeline_stages == 1 || !sync_bn,
@@ -223,9 +245,6 @@ void TrainerOptions::check() const {
   profile_range();  // throws naming a malformed --profile-steps
   SONATA_CHECK(slice_seconds > 0 && image_height > 0 && image_width > 0,
                "--slice-seconds, --image-height and --image-width must be positive");
-  SONATA_CHECK(one_of(image_features, {"mel", "cqt"}), "--features must be mel or cqt, got '",
-               image_features, "'");
-  SONATA_CHECK(image_features == "mel" || images, "--features cqt applies to ", images_only);
   SONATA_CHECK(!image_mean.empty() && !image_std.empty(),
                "--image-mean and --image-std need at least one value");
   for (const double s : image_std)
@@ -268,8 +287,8 @@ ReducerOptions reducer_options(const ParallelOptions& options) {
   reducer.bucket_cap_bytes = int64_t(options.bucket_mb * double(1 << 20));
   reducer.first_bucket_cap_bytes = std::min(reducer.bucket_cap_bytes, int64_t(1) << 20);
   reducer.find_unused_parameters = options.find_unused_parameters;
-  if (options.ddp_comm_dtype != "same")
-    reducer.comm_dtype = options.ddp_comm_dtype == "fp16" ? DType::f16 : DType::bf16;
+  if (options.ddp_comm_dtype == CommDtype::fp16) reducer.comm_dtype = DType::f16;
+  if (options.ddp_comm_dtype == CommDtype::bf16) reducer.comm_dtype = DType::bf16;
   return reducer;
 }
 

@@ -12,6 +12,7 @@
 #include "data/image/pixels.h"
 #include "models/model_family.h"
 #include "train/feature_flags.h"
+#include "train/option_modes.h"
 
 namespace CLI {
 class App;
@@ -39,9 +40,9 @@ struct DataOptions {
   // ASR: load (training features computed at start, SpecAugment on the workers) | step (the
   // training audio kept, featurised and masked on the device in each step). Classification:
   // step moves the image jitter to the device.
-  std::string features_on = "load";
+  Choice<FeaturesOn> features_on = FeaturesOn::load;
   int64_t pad_frames_to = 8;  // ASR: batches' time axis, kSpeechTimeMultiple (speech_dataset.h)
-  std::string bad_input = "stop";  // stop | skip (and count) on an unusable clip
+  Choice<BadInput> bad_input = BadInput::stop;  // stop | skip (and count) on an unusable clip
   // Seconds; longer clips are left out and counted (0: no limit; kTaskMaxDuration: the task's
   // default, train/bad_input.h).
   double max_duration = kTaskMaxDuration;
@@ -52,7 +53,7 @@ struct DataOptions {
   double slice_seconds = 3.0;
   int64_t image_height = 128, image_width = 128;
   // Classification: mel | cqt, the spectrogram an audio slice becomes (data/features/cqt.h).
-  std::string image_features = "mel";
+  Choice<ImageFeatures> image_features = ImageFeatures::mel;
   // Classification, image files (.png / .jpg in a manifest or class folder): torchvision's
   // Normalize(mean, std) per channel after the resize (one value: every channel).
   std::vector<double> image_mean{0.5}, image_std{0.5};
@@ -70,15 +71,15 @@ struct DataOptions {
 
 // The optimizer and its learning-rate schedule.
 struct OptimizerOptions {
-  std::string optimizer = "adamw";  // sgd | adam | adamw
+  Choice<OptimizerKind> optimizer = OptimizerKind::adamw;
   double lr = 1e-3;
   double momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   bool nesterov = false;
   double weight_decay = 1e-2;
-  bool decay_norm_and_bias = false;      // weight decay on BN and biases too (off: torch recipes)
-  std::string schedule = "cosine";       // constant | cosine | step | linear
-  std::string schedule_unit = "epochs";  // epochs | steps
-  double warmup = 0;                     // units of schedule_unit, linear from warmup_start_lr
+  bool decay_norm_and_bias = false;  // weight decay on BN and biases too (off: torch recipes)
+  Choice<ScheduleShape> schedule = ScheduleShape::cosine;
+  Choice<ScheduleUnit> schedule_unit = ScheduleUnit::epochs;
+  double warmup = 0;  // units of schedule_unit, linear from warmup_start_lr
   double warmup_start_lr = 0;
   double min_lr = 0;     // cosine / linear floor
   double flat_tail = 0;  // units held at the floor at the end
@@ -93,18 +94,18 @@ struct OptimizerOptions {
 struct ParallelOptions {
   double bucket_mb = 25;  // gradient bucket cap (the first bucket: 1 MiB)
   bool find_unused_parameters = false;
-  bool sync_bn = false;                 // BatchNorm statistics over every rank's batch
-  std::string ddp_comm_dtype = "same";  // same | fp16 | bf16: the all-reduce's wire dtype
+  bool sync_bn = false;  // BatchNorm statistics over every rank's batch
+  Choice<CommDtype> ddp_comm_dtype = CommDtype::same;  // the all-reduce's wire dtype
   // Seconds any wait on communication may block before the job ends naming the collective
   // and the ranks that did not arrive; 0: SONATA_NCCL_TIMEOUT_S if set, else 600.
   double comm_timeout = 0;
 
-  // Pipeline parallel (under mpirun): world = replicas x pipeline_stages; --micro-batches is
-  // accum_steps (the loader batches of one optimizer step, run through the pipeline).
+  // Pipeline parallel (under mpirun): world = replicas x pipeline_stages; the micro-batches
+  // are accum_steps (the loader batches of one optimizer step, run through the pipeline).
   int64_t pipeline_stages = 1;
   std::string pipeline_schedule = "1f1b";  // 1f1b | gpipe
-  std::string pipeline_balance = "bytes";  // bytes | time: how stages are balanced
-  std::string pipeline_cuts;               // "7,12": explicit first layers of stages 1..S-1
+  Choice<PipelineBalance> pipeline_balance = PipelineBalance::bytes;
+  std::string pipeline_cuts;  // "7,12": explicit first layers of stages 1..S-1
   // After a pipelined run_training, every rank's task.model() whole again (the trained model
   // left in the task, as one process leaves it). The trainer command, which only reports,
   // turns it off: then no rank ever holds another stage's parameters.
@@ -117,8 +118,8 @@ struct LoopOptions {
   int64_t epochs = 10;
   int64_t max_steps = 0;  // > 0: stop after this many optimizer steps (overrides epochs)
   int64_t accum_steps = 1;
-  std::string precision = "fp32";  // fp32 | fp16 | bf16
-  int64_t max_bad_steps = 50;      // stop after this many consecutive non-finite losses
+  Choice<Precision> precision = Precision::fp32;
+  int64_t max_bad_steps = 50;  // stop after this many consecutive non-finite losses
 
   uint64_t seed = 1;
   bool deterministic = false;

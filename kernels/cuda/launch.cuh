@@ -17,8 +17,8 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #if defined(SONATA_CUDA_EMU)
+#include "emu/exec/kernel_name.h"
 #include "emu/exec/launch.h"
-#include "kernels/cuda/emu_kernel_name.h"
 #endif
 
 namespace sonata::kernels::cuda {
@@ -49,8 +49,9 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_byte
   std::tuple<std::decay_t<Params>...> parameters(std::forward<Args>(args)...);
   // The error, if any, is the thread's last error, read by CUDA_CHECK_LAUNCH().
   (void)::sonata::emu::launch_kernel(
-      reinterpret_cast<const void*>(kernel), emu_kernel_name(reinterpret_cast<const void*>(kernel)),
-      grid, block, shared_bytes, stream, [kernel, parameters] { std::apply(kernel, parameters); });
+      reinterpret_cast<const void*>(kernel),
+      ::sonata::emu::kernel_name(reinterpret_cast<const void*>(kernel)), grid, block, shared_bytes,
+      stream, [kernel, parameters] { std::apply(kernel, parameters); });
 #else
   // clang-format splits the >>> in this branch.
   // clang-format off

@@ -13,9 +13,17 @@ declare -A allowed=(
   [models]="base engine models"
   [data]="base kernels engine data"
   [train]="base kernels engine comm models data train"
-  # The benchmarks time the library the trainer is made of, never the executables' insides.
+  # The benchmarks time the library the trainer is made of, never the executables' insides;
+  # of train/ only its public doors (public_train below).
   [bench]="base kernels engine comm models data train bench"
+  # Inference reads a checkpoint with what sits below train/: the model registry, the loss,
+  # the features. Nothing of the trainer.
+  [tools/inference]="base kernels engine comm models data tools"
 )
+# train/'s public entry points: the loop and the pipeline's builder. A floor that may include
+# train/ only through its doors (bench/) includes no other header of it.
+public_train="train/train_loop.h train/pipeline/build_pipeline.h"
+doors_only="bench"
 floors="emu base kernels engine comm models data train tools bench tests"
 bad=0
 for floor in "${!allowed[@]}"; do
@@ -23,6 +31,13 @@ for floor in "${!allowed[@]}"; do
     file=${hit%%:*}
     target=$(sed -E 's/.*#[[:space:]]*include[[:space:]]+"([a-z_]+)\/.*/\1/' <<<"$hit")
     case " $floors " in *" $target "*) ;; *) continue ;; esac
+    header=$(sed -E 's/.*#[[:space:]]*include[[:space:]]+"([^"]+)".*/\1/' <<<"$hit")
+    if [ "$target" = train ] && [[ " $doors_only " == *" $floor "* ]]; then
+      case " $public_train " in *" $header "*) continue ;; esac
+      echo "${file#"$root"/}: $floor/ may include train/ only through $public_train (${hit#*:})"
+      bad=1
+      continue
+    fi
     case " ${allowed[$floor]} emu " in *" $target "*) continue ;; esac
     echo "${file#"$root"/}: $floor/ may not include $target/ (${hit#*:})"
     bad=1

@@ -114,7 +114,7 @@ def run(build_dir):
         if mpiexec:
             checkpoints["ds2_pipeline"] = os.path.join(tmp, "ds2_pipeline")
             call([mpiexec, "-np", "2", trainer] + runs["ds2"] + COMMON + QUIET + [
-                "--epochs", "1", "--pipeline-stages", "2", "--micro-batches", "2",
+                "--epochs", "1", "--pipeline-stages", "2", "--accum-steps", "2",
                 "--checkpoint-dir", checkpoints["ds2_pipeline"]], env=MPI_ENV)
         else:
             print("no mpiexec: the pipelined checkpoint is left out")

@@ -1,10 +1,10 @@
-// What the trainer prints for an error (train/error_text.h): one line, the source
+// What the trainer prints for an error (base/error_text.h): one line, the source
 // location a check appends only when asked for.
 #include <catch2/catch.hpp>
 
 #include "base/error.h"
+#include "base/error_text.h"
 #include "tests/support/error_of.h"
-#include "train/error_text.h"
 #include "train/trainer_options.h"
 
 using namespace sonata;

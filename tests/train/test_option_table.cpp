@@ -9,11 +9,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/audio_files.h"
+#include "tests/train/trainer_test_util.h"
 #include "train/option_table.h"
 #include "train/resume_changes.h"
 #include "train/trainer_options.h"
 
 using namespace sonata;
+using namespace sonata::testing;
+using Catch::Contains;
 
 TEST_CASE("option table: names and checkpoint keys are unique, flags show no default",
           "[trainer][options]") {
@@ -114,4 +118,49 @@ TEST_CASE("option table: what a resume may change comes from the rows", "[traine
   CHECK_THROWS(resume_changes(old, changed("precision", "bf16"), 4, 0, 0));
   CHECK_THROWS(resume_changes(old, changed("seed", 7), 4, 0, 2));
   CHECK(resume_changes(old, changed("seed", 7), 4, 1, 0).size() == 1);
+}
+
+TEST_CASE("option table: a mode's words read into its enum, and are written back as read",
+          "[trainer][options]") {
+  // The words checkpoints and config files have always held (strings before the enums).
+  TemporaryFolder folder("option_table_modes");
+  const std::string json = folder.file("modes.json");
+  const nlohmann::json words = {{"precision", "bf16"},       {"features-on", "step"},
+                                {"optimizer", "sgd"},        {"schedule", "step"},
+                                {"schedule-unit", "steps"},  {"ddp-comm-dtype", "fp16"},
+                                {"pipeline-balance", "time"}};
+  nlohmann::json config = words;
+  config.update(
+      {{"model", "vgg19_bn"}, {"train", "a.tsv"}, {"bad-input", "skip"}, {"features", "cqt"}});
+  write_text(json, config.dump());
+  const TrainerOptions o = parse_command_line({"--config", json});
+  CHECK(o.precision == Precision::bf16);
+  CHECK(o.features_on == FeaturesOn::step);
+  CHECK(o.optimizer == OptimizerKind::sgd);
+  CHECK(o.schedule == ScheduleShape::step);
+  CHECK(o.schedule_unit == ScheduleUnit::steps);
+  CHECK(o.bad_input == BadInput::skip);
+  CHECK(o.ddp_comm_dtype == CommDtype::fp16);
+  CHECK(o.pipeline_balance == PipelineBalance::time);
+  CHECK(o.image_features == ImageFeatures::cqt);
+  const nlohmann::json saved = nlohmann::json::parse(o.to_json());
+  for (const auto& [key, word] : words.items()) CHECK(saved.at(key) == word);
+  CHECK(saved.at("image-features") == "cqt");
+
+  // A word outside the row's, in the user's words; the pipeline's balance has one spelling.
+  const TrainerOptions params =
+      parse_command_line({"--train", "a.tsv", "--pipeline-balance", "params"});
+  CHECK_THROWS_WITH(params.check(), Contains("--pipeline-balance must be bytes or time, got "
+                                             "'params'"));
+}
+
+TEST_CASE("option table: --micro-batches is refused naming --accum-steps, the one name",
+          "[trainer][options]") {
+  CHECK_THROWS_WITH(parse_command_line({"--train", "a.tsv", "--micro-batches", "4"}),
+                    Contains("--micro-batches 4 is --accum-steps 4: give --accum-steps"));
+  TemporaryFolder folder("option_table_micro_batches");
+  const std::string yaml = folder.file("old.yaml");
+  write_text(yaml, "train: a.tsv\nmicro-batches: 2\n");
+  CHECK_THROWS_WITH(parse_command_line({"--config", yaml}), Contains("give --accum-steps"));
+  CHECK(parse_command_line({"--train", "a.tsv", "--accum-steps", "4"}).accum_steps == 4);
 }

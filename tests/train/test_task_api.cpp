@@ -1,5 +1,5 @@
 // The Task API's compositions (train/task.h) give what the model computes by itself: a speech
-// task's batch_loss is the benchmarks' ds2_training_loss (forward_logits, then the fused
+// task's batch_loss is the benchmarks' speech_training_loss (forward_logits, then the fused
 // log_softmax + CTC) bit for bit, and its evaluation counts the CTC loss of the model's
 // forward() (log-probabilities) on each evaluation batch, also bit for bit, though the task's
 // layers end at the logits.
@@ -15,10 +15,10 @@
 #include "engine/ops.h"
 #include "engine/ops/ctc.h"
 #include "engine/random.h"
+#include "models/speech_training_loss.h"
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
 #include "tests/support/tiny_ds2.h"
-#include "train/tasks/ds2_training_loss.h"
 #include "train/tasks/speech_task.h"
 
 using namespace sonata;
@@ -35,7 +35,7 @@ TrainerOptions letters_options(const TemporaryFolder& folder) {
 
 }  // namespace
 
-TEST_CASE("task api: a speech task's batch_loss is ds2_training_loss, bit for bit",
+TEST_CASE("task api: a speech task's batch_loss is speech_training_loss, bit for bit",
           "[trainer][task]") {
   TemporaryFolder folder("task_api_loss");
   manual_seed(5);
@@ -44,8 +44,8 @@ TEST_CASE("task api: a speech task's batch_loss is ds2_training_loss, bit for bi
   const double composed = batch_loss(task, batch, Device::cpu()).item();
   auto& model = dynamic_cast<SpeechModel&>(task.model());
   const double direct =
-      ds2_training_loss(model, batch[SpeechBatch::input], batch[SpeechBatch::input_lengths],
-                        batch[SpeechBatch::targets], batch[SpeechBatch::target_lengths])
+      speech_training_loss(model, batch[SpeechBatch::input], batch[SpeechBatch::input_lengths],
+                           batch[SpeechBatch::targets], batch[SpeechBatch::target_lengths])
           .item();
   CHECK(std::isfinite(composed));
   CHECK(composed == direct);
@@ -65,7 +65,7 @@ TEST_CASE("task api: a speech task's evaluation counts the CTC of the model's lo
   NoGradGuard no_grad;
   auto& model = dynamic_cast<SpeechModel&>(task.model());
   model.eval();
-  CtcOptions options = ds2_ctc_options();
+  CtcOptions options = speech_ctc_options();
   options.reduction = Reduction::none;
   double loss_sum = 0;
   for (int64_t b = 0; b < pass->batch_count(); ++b) {

@@ -5,7 +5,7 @@
 #include <ostream>
 
 #include "base/error.h"
-#include "train/error_text.h"
+#include "base/error_text.h"
 
 namespace sonata {
 
@@ -39,7 +39,7 @@ int64_t for_each_input(const std::vector<std::string>& files, std::ostream& err,
       one(file);
     } catch (const std::exception& error) {
       // std::bad_alloc and the like say nothing of the file; sonata's errors usually name it.
-      // In the user's words: no source location (train/error_text.h).
+      // In the user's words: no source location (base/error_text.h).
       const std::string what = error_text(error.what(), false);
       err << name << ": " << (what.find(file) == std::string::npos ? file + ": " : "") << what
           << '\n'

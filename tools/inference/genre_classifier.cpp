@@ -10,7 +10,6 @@
 #include "data/image/image_file.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
-#include "train/tasks/class_task.h"
 
 namespace sonata {
 namespace {

@@ -3,7 +3,6 @@
 #include "base/error.h"
 #include "engine/nn/state_dict.h"
 #include "tools/inference/feature_description.h"
-#include "train/trainer_options.h"
 
 namespace sonata {
 
@@ -49,13 +48,16 @@ TrainedCheckpoint read_trained_checkpoint(const std::string& path) {
 }
 
 ModelConfig TrainedCheckpoint::model_config() const {
-  // The trainer writes the model's options beside its own (TrainerOptions::to_json); a
-  // default TrainerOptions has none of them, so whatever it lacks is the model's.
-  const nlohmann::json trainer_keys = nlohmann::json::parse(TrainerOptions().to_json());
+  // The trainer writes the model's options beside its own (TrainerOptions::to_json): the
+  // model's are the keys its registry entry takes.
   ModelConfig model_options;
-  for (const auto& [key, value] : config.items())
-    if (!trainer_keys.contains(key))
-      model_options.set(key, value.is_string() ? value.get<std::string>() : value.dump());
+  const ModelEntry* entry = find_model(model);
+  if (!entry) return model_options;
+  for (const ModelOption& taken : entry->options) {
+    const auto value = config.find(taken.key);
+    if (value != config.end())
+      model_options.set(taken.key, value->is_string() ? value->get<std::string>() : value->dump());
+  }
   return model_options;
 }
 

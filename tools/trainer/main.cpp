@@ -13,13 +13,13 @@
 
 #include "base/determinism.h"
 #include "base/error.h"
+#include "base/error_text.h"
 #include "base/math_mode.h"
 #include "comm/bootstrap.h"
 #include "engine/allocator.h"
 #include "engine/cuda_versions.h"
 #include "engine/device.h"
 #include "engine/random.h"
-#include "train/error_text.h"
 #include "train/metric_text.h"
 #include "train/tasks/make_task.h"
 #include "train/train_loop.h"
@@ -102,8 +102,8 @@ int main(int argc, char** argv) {
     const bool main_rank = rank == 0;
     if (main_rank && device.is_cuda())
       std::printf("trainer: %s\n", sonata::describe_cuda_versions(cuda).c_str());
-    SONATA_CHECK(options.precision == "fp32" || device.is_cuda(), "--precision ", options.precision,
-                 " needs a GPU and none was found; use --precision fp32");
+    SONATA_CHECK(options.precision == sonata::Precision::fp32 || device.is_cuda(), "--precision ",
+                 options.precision, " needs a GPU and none was found; use --precision fp32");
     sonata::manual_seed(options.seed);
     sonata::set_deterministic_algorithms(options.deterministic);
     sonata::set_tf32_mode(sonata::parse_tf32_mode(options.tf32, "--tf32"));

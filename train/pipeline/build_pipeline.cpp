@@ -45,7 +45,7 @@ StagePlan plan_stages(ProcessGroup& world, LayerSequence layers,
     plan.layers = std::move(layers);
     return plan;
   }
-  if (options.balance == "time") {
+  if (options.balance == PipelineBalance::time) {
     // One rank measures (timings differ between ranks) and every rank cuts by its figures. A
     // model built deferred is made one layer at a time for its timing (partition.h).
     std::vector<double> costs(layers.size(), 0.0);

@@ -12,6 +12,7 @@
 #include "comm/pipeline/pipeline.h"
 #include "comm/process_group.h"
 #include "comm/reducer.h"
+#include "train/option_modes.h"
 
 namespace sonata {
 
@@ -20,10 +21,10 @@ struct PipelineBuildOptions {
   // The first layers of stages 1..S-1, "7,12" (the trainer's --pipeline-cuts); empty: the
   // stages balanced by `balance`, a layer larger than a stage's share cut into row pieces.
   std::string cuts;
-  // "params": by parameter bytes; "time": by each layer's forward and backward time,
+  // bytes: by parameter bytes; time: by each layer's forward and backward time,
   // measured on world rank 0 alone over timing_input() and broadcast, so that every rank cuts
   // by the same figures.
-  std::string balance = "params";
+  PipelineBalance balance = PipelineBalance::bytes;
   std::function<LayerValue()> timing_input;
   PipelineOptions pipeline;  // the schedule and micro-batches per step
   ReducerOptions reducer;    // D > 1: stage s's gradients averaged over the replicas

@@ -17,7 +17,7 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
   PipelineBuildOptions build;
   build.stages = int(options.pipeline_stages);
   build.cuts = options.pipeline_cuts;
-  build.balance = options.pipeline_balance;
+  build.balance = options.pipeline_balance.value();
   build.timing_input = [&] {
     std::vector<int64_t> items;
     for (int64_t i = 0; i < std::min(options.batch_size, task.train_items()); ++i)

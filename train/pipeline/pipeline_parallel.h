@@ -2,9 +2,9 @@
 // trainer --pipeline-stages S: the world as D = world / S data-parallel replicas of an S-stage
 // pipeline, rank r running stage r % S of replica r / S (comm/pipeline/pipeline.h), as a
 // training strategy: the pipeline or hybrid one. Each optimizer step runs its M loader
-// batches (--micro-batches, which is --accum-steps) through the pipeline as its
-// micro-batches, so a pipelined run computes what one process computes with --accum-steps M;
-// with D > 1 the reducer averages stage s's gradients over the replicas.
+// batches (--accum-steps) through the pipeline as its micro-batches, so a pipelined run
+// computes what one process computes with --accum-steps M; with D > 1 the reducer averages
+// stage s's gradients over the replicas.
 //
 // The loop hands step() the step's batches and its loss scaler, as PyTorch's pipelining
 // schedules take a loss function: the last stage computes the task's loss (a value, not a

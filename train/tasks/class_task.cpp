@@ -39,11 +39,11 @@ ClassTask::ClassTask(const TrainerOptions& options)
       policy_(input_policy(options)),
       batcher_(ModelConfig(options.model_config).get_int("in-channels", 3), options.image_height,
                options.image_width, options.slice_seconds, {options.brightness, options.contrast},
-               options.seed + 1, options.features_on == "step"),
+               options.seed + 1, options.features_on == FeaturesOn::step),
       labels_(label_map_of(class_entries(first_manifest(options), policy_))),
-      compute_dtype_(compute_dtype(options.precision)) {
+      compute_dtype_(compute_dtype(options.precision.value())) {
   in_channels_ = ModelConfig(options.model_config).get_int("in-channels", 3);  // image files
-  if (options.image_features == "cqt")
+  if (options.image_features == ImageFeatures::cqt)
     cqt_ =
         std::make_shared<const ConstantQ>(CqtConfig{.sample_rate = options.features.sample_rate});
   if (!options.train_manifest.empty()) train_ = load("train", options.train_manifest);

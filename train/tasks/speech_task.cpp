@@ -15,11 +15,14 @@
 #include "engine/ops/ctc.h"
 #include "models/ctc_decode.h"
 #include "models/registry.h"
+#include "models/speech_training_loss.h"
 #include "train/precision.h"
 #include "train/tasks/ctc_reachability.h"
-#include "train/tasks/ds2_training_loss.h"
 
 namespace sonata {
+
+// The loss (models/) and the decoders name the blank the vocabulary (data/) reserves.
+static_assert(kCtcBlank == Vocabulary::kBlank, "CTC's blank is the vocabulary's");
 namespace {
 
 // Clips named in a start-up warning; the count gives the rest.
@@ -60,7 +63,7 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
       vocabulary_(std::move(vocabulary)),
       extractor_(options.features.config()),
       batcher_(extractor_, speech_augment(options), options.pad_frames_to),
-      compute_dtype_(compute_dtype(options.precision)) {
+      compute_dtype_(compute_dtype(options.precision.value())) {
   const InputPolicy policy = input_policy(options);
   std::unique_ptr<FeatureCache> cache;
   if (!options.feature_cache.empty())
@@ -69,7 +72,7 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
     const bool train = std::string(name) == "train";
     const bool keep_audio = options.speed_perturb && train;
     // --features-on step: the training audio is featurised in each step instead.
-    const bool featurise = options.features_on == "load" || !train;
+    const bool featurise = options.features_on == FeaturesOn::load || !train;
     return manifest.empty()
                ? SpeechSplit{}
                : load_speech_split(name, manifest, vocabulary_, extractor_, options.workers, policy,
@@ -126,7 +129,7 @@ bool SpeechTask::has_split(const std::string& name) const {
 }
 
 HostBatch SpeechTask::prepare(const std::vector<int64_t>& items, int64_t epoch) const {
-  if (options_.features_on == "step") return batcher_.waveforms(train_, items, epoch);
+  if (options_.features_on == FeaturesOn::step) return batcher_.waveforms(train_, items, epoch);
   return batcher_.features(train_, items, epoch, /*training=*/true);
 }
 
@@ -187,7 +190,7 @@ class SpeechEvalPass : public EvalPass {
     const std::vector<int64_t> clips = items(added_++);
     const Tensor device_log_probs = speech_log_probabilities(output.x);
     // Per-clip losses divided by their target lengths (the mean reduction's weighting).
-    CtcOptions none_options = ds2_ctc_options();
+    CtcOptions none_options = speech_ctc_options();
     none_options.reduction = Reduction::none;
     const Tensor target_lengths = batch[SpeechBatch::target_lengths];
     const Tensor losses = ctc_loss(device_log_probs, batch[SpeechBatch::targets], output.lengths,

@@ -40,7 +40,7 @@ class SpeechTask : public Task {
   LayerValue input(const HostBatch& batch, Device device) override;
   // {targets, target_lengths}.
   std::vector<Tensor> targets(const HostBatch& batch) const override;
-  // The fused log_softmax + CTC of the logits (ctc_training_loss, ds2_training_loss.h).
+  // The fused log_softmax + CTC of the logits (ctc_training_loss, speech_training_loss.h).
   Tensor loss(const LayerValue& output, const std::vector<Tensor>& targets, Device device) override;
   bool has_split(const std::string& split) const override;
   std::unique_ptr<EvalPass> eval_pass(const std::string& split, int64_t rank,

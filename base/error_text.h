@@ -1,7 +1,8 @@
 #pragma once
-// What `trainer` prints when it stops on an error: one line, "trainer: <cause>", once per
-// job. The source location a SONATA_CHECK appends ("(train/x.cpp:62)") is for
-// developers: kept with --verbose or in a debug build, dropped otherwise.
+// What a command (trainer, transcribe, ...) prints when it stops on an error: one line,
+// "trainer: <cause>", once per job. The source location a SONATA_CHECK appends
+// ("(train/x.cpp:62)") is for developers: kept with --verbose or in a debug build, dropped
+// otherwise.
 #include <string>
 
 namespace sonata {

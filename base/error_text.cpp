@@ -1,4 +1,4 @@
-#include "train/error_text.h"
+#include "base/error_text.h"
 
 #include <array>
 #include <cctype>

@@ -1,6 +1,4 @@
-// Emulated build only: see emu_kernel_name.h.
-#if defined(SONATA_CUDA_EMU)
-#include "kernels/cuda/emu_kernel_name.h"
+#include "emu/exec/kernel_name.h"
 
 #include <cxxabi.h>
 #include <elf.h>
@@ -17,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace sonata::kernels::cuda {
+namespace sonata::emu {
 namespace {
 
 // Strips the parameter list: the last top-level "(...)" of a demangled function name.
@@ -118,7 +116,7 @@ std::map<uintptr_t, std::string> read_function_symbols() {
 
 }  // namespace
 
-const char* emu_kernel_name(const void* kernel) {
+const char* kernel_name(const void* kernel) {
   static std::mutex mutex;
   static std::map<uintptr_t, std::string>* symbols = nullptr;
   static std::map<const void*, std::string> names;  // demangled once per kernel
@@ -137,5 +135,4 @@ const char* emu_kernel_name(const void* kernel) {
   return names.emplace(kernel, std::move(name)).first->second.c_str();
 }
 
-}  // namespace sonata::kernels::cuda
-#endif
+}  // namespace sonata::emu

@@ -1,4 +1,4 @@
-#include "train/range_report.h"
+#include "base/range_report.h"
 
 #include <fstream>
 
