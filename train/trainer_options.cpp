@@ -13,6 +13,7 @@
 #include "models/registry.h"
 #include "train/config_file.h"
 #include "train/option_table.h"
+#include "train/option_values.h"
 
 namespace sonata {
 namespace {
@@ -80,6 +81,20 @@ CLI::Option* add_option_row(CLI::App& app, TrainerOptions& o, const OptionRow& r
   return option->group(row.group);
 }
 
+// --max-duration's default (kTaskMaxDuration) is a value a user could also write: a written
+// value is checked here, where CLI11 still knows it was written, so that -1 is refused rather
+// than taken for the default.
+CLI::Validator seconds_limit() {
+  return CLI::Validator(
+      [](std::string& text) {
+        double seconds = 0;
+        if (CLI::detail::lexical_cast(text, seconds) && std::isfinite(seconds) && seconds >= 0)
+          return std::string();
+        return str("must be a number of seconds, 0 or more (0: no limit), got ", text);
+      },
+      "");
+}
+
 }  // namespace
 
 void add_trainer_options(CLI::App& app, TrainerOptions& o) {
@@ -95,6 +110,7 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   for (const OptionRow& row : option_table()) {
     CLI::Option* option = add_option_row(app, o, row);
     if (row.name == "accum-steps") accum = option;
+    if (row.name == "max-duration") option->check(seconds_limit());
     if (row.name == "model") add_model_options(app, o);
     if (row.name == "test") add_feature_flags(app, o.features, "Features");
     if (row.name == "pipeline-stages") {
@@ -146,6 +162,7 @@ void TrainerOptions::check() const {
   SONATA_CHECK(lr > 0 && std::isfinite(lr), "--lr must be a positive number, got ", lr);
   SONATA_CHECK(weight_decay >= 0 && std::isfinite(weight_decay),
                "--weight-decay must be a number not below 0, got ", weight_decay);
+  check_optimizer_values(*this);  // train/option_values.h
   SONATA_CHECK(!nesterov || optimizer == "sgd", "--nesterov applies to --optimizer sgd only");
   SONATA_CHECK(one_of(schedule, {"constant", "cosine", "step", "linear"}),
                "--schedule must be constant, cosine, step or linear, got '", schedule, "'");
