@@ -26,14 +26,21 @@ class ArrivalBoard {
 
   // This rank starts its next collective; returns that collective's number (from 1).
   int64_t arrive();
-  // A sentence naming the ranks (of MPI_COMM_WORLD) that have not started collective
-  // `number`, those that did not answer within `grace_s`, or that every rank started it.
+  // Called when this rank's wait for collective `number` timed out: marks this rank as
+  // having given up on it, and returns a sentence naming the ranks (of MPI_COMM_WORLD) that
+  // have not started it, those that did not answer within `grace_s`, and those that started
+  // it but gave up waiting before (this rank then came late: stopped, or far slower); or that
+  // every rank started it.
   std::string describe_missing(int64_t number, double grace_s) const;
 
  private:
+  // Each rank's window: its count of collectives started, and the collective it gave up
+  // waiting for (0: none).
+  static constexpr int kCount = 0, kGaveUp = 1, kSlots = 2;
+
   MPI_Comm comm_;
   MPI_Win window_ = MPI_WIN_NULL;
-  int64_t* count_ = nullptr;  // this rank's count, inside the window
+  int64_t* count_ = nullptr;  // this rank's slots, inside the window
   int64_t local_count_ = 0;   // the count without a window
 };
 

@@ -18,6 +18,8 @@ class SystemWaitClock final : public WaitClock {
 
 constexpr std::chrono::microseconds kSpinFor{1000};
 constexpr std::chrono::microseconds kFirstSleep{20};
+// A sleep of at most kMaxPollSleep that took this long means the process was not running.
+constexpr std::chrono::seconds kNotRunning{1};
 
 }  // namespace
 
@@ -44,8 +46,8 @@ WaitClock& system_wait_clock() {
 
 bool poll_until(const std::function<bool()>& done, double timeout_s, WaitClock& clock) {
   const auto start = clock.now();
-  const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                    std::chrono::duration<double>(timeout_s));
+  auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(timeout_s));
   std::chrono::microseconds pause{0};
   for (;;) {
     if (done()) return true;
@@ -54,6 +56,12 @@ bool poll_until(const std::function<bool()>& done, double timeout_s, WaitClock& 
     if (now - start < kSpinFor) continue;
     pause = pause.count() == 0 ? kFirstSleep : std::min(pause * 2, kMaxPollSleep);
     clock.sleep(pause);
+    // A sleep that lasted far longer than asked: the process did not run (SIGSTOP, a
+    // debugger, a suspended machine), so it did not wait either. That time does not count,
+    // so that on waking it polls again rather than time out on its own absence and blame
+    // its peers for it.
+    const auto slept = clock.now() - now;
+    if (slept > kNotRunning) deadline += slept - pause;
   }
 }
 

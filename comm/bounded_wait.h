@@ -28,7 +28,9 @@ WaitClock& system_wait_clock();
 // Polls `done` until it returns true (then returns true) or `timeout_s` has passed (then
 // returns false). The first millisecond polls back to back, for short collectives' latency;
 // after that it sleeps between polls, from 20 us doubling to at most 1 ms, so a long wait
-// costs almost no CPU.
+// costs almost no CPU. Time in which the process did not run (stopped by SIGSTOP or a
+// debugger: a sleep between polls that lasted over a second) does not count against the
+// timeout.
 bool poll_until(const std::function<bool()>& done, double timeout_s,
                 WaitClock& clock = system_wait_clock());
 

@@ -7,8 +7,8 @@ namespace sonata {
 namespace {
 
 // Enough to recognise a pattern (a wrong folder, a batch of truncated files) without
-// drowning the start of the run; the count gives the rest.
-constexpr size_t kNamedSkips = 5;
+// flooding the log of a large dataset; the count gives the rest.
+constexpr size_t kNamedSkips = 10;
 
 }  // namespace
 
@@ -43,8 +43,11 @@ void report_skipped(DataReport& report, const std::string& split, const char* no
   report.counts[split + "_skipped"] = int64_t(reasons.size());
   if (reasons.empty()) return;
   std::string line = str(split, ": ", reasons.size(), " bad ", noun, " skipped (--bad-input skip)");
-  for (size_t i = 0; i < reasons.size() && i < kNamedSkips; ++i)
-    line += str("\n  skipped: ", error_text(reasons[i], false));  // the user's words
+  std::vector<std::string>& named = report.named[split + "_skipped_first"];
+  for (size_t i = 0; i < reasons.size() && i < kNamedSkips; ++i) {
+    named.push_back(error_text(reasons[i], false));  // the user's words
+    line += str("\n  skipped: ", named.back());
+  }
   if (reasons.size() > kNamedSkips)
     line += str("\n  ... and ", reasons.size() - kNamedSkips, " more");
   report.lines.push_back(line);

@@ -15,9 +15,9 @@ namespace sonata {
 // vgg19_bn, whose tracks are cut into slices).
 InputPolicy input_policy(const TrainerOptions& options);
 
-// Adds one split's skipped inputs to `report`: a line naming the first few and the count
+// Adds one split's skipped inputs to `report`: a line naming the first ten and the count
 // (`noun`: "clips", "tracks"), and the count as "<split>_skipped" (0 included, so that
-// metrics.jsonl says the check ran).
+// metrics.jsonl says the check ran), the ten as "<split>_skipped_first".
 void report_skipped(DataReport& report, const std::string& split, const char* noun,
                     const std::vector<std::string>& reasons);
 

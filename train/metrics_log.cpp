@@ -48,11 +48,18 @@ void write_durably(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& path, bool append) : path_(path) {
+MetricsLog::MetricsLog(const std::string& path, bool append, IfUnwritable if_unwritable)
+    : path_(path) {
   const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  std::error_code made;
+  if (!parent.empty()) std::filesystem::create_directories(parent, made);
   file_ = std::fopen(path.c_str(), append ? "a" : "w");
-  SONATA_CHECK(file_ != nullptr, "cannot open the metrics log ", path, ": ", std::strerror(errno));
+  if (file_ == nullptr && if_unwritable == IfUnwritable::write_nothing) {
+    unwritable_ = std::strerror(errno);
+    return;
+  }
+  SONATA_CHECK(file_ != nullptr, "cannot open the metrics log ", path, ": ",
+               made ? made.message() : std::strerror(errno));
 }
 
 MetricsLog::~MetricsLog() {

@@ -11,10 +11,15 @@
 
 namespace sonata {
 
+// What a log that cannot be opened means: an error, or (a log only worth keeping, as an
+// evaluation's of a finished run, whose folder may be read-only) a log that writes nothing.
+enum class IfUnwritable { refuse, write_nothing };
+
 class MetricsLog {
  public:
   MetricsLog() = default;  // writes nothing
-  MetricsLog(const std::string& path, bool append);
+  MetricsLog(const std::string& path, bool append,
+             IfUnwritable if_unwritable = IfUnwritable::refuse);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
@@ -25,10 +30,13 @@ class MetricsLog {
   // log or the new one, whole. Other lines are kept as they are.
   void drop_after_step(int64_t step);
   const std::string& path() const { return path_; }
+  // Why a write_nothing log writes nothing (the system's reason), else "".
+  const std::string& unwritable() const { return unwritable_; }
 
  private:
   std::string path_;
   std::FILE* file_ = nullptr;
+  std::string unwritable_;
 };
 
 }  // namespace sonata

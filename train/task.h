@@ -44,11 +44,14 @@ class EvalPass {
   virtual EvalCounts finish() = 0;
 };
 
-// What loading the data found that a run must show: lines printed once when it starts, and
-// counts for metrics.jsonl's "data" record ("train_skipped", "train_ctc_unreachable", ...).
+// What loading the data found that a run must show: lines said once when it starts (notices:
+// --progress none does not hide them), and counts for metrics.jsonl's "data" record
+// ("train_skipped", "train_ctc_unreachable", ...), with the first inputs of a count named
+// ("train_skipped_first": their reasons, each naming the input).
 struct DataReport {
   std::vector<std::string> lines;
   std::map<std::string, int64_t> counts;
+  std::map<std::string, std::vector<std::string>> named;
 };
 
 struct EvalResult {

@@ -10,6 +10,7 @@
 #include "engine/ops.h"
 #include "engine/optim/lr_schedule.h"
 #include "train/init_from.h"
+#include "train/manifest_fingerprint.h"
 #include "train/optimizer_choice.h"
 #include "train/pipeline/pipeline_parallel.h"
 #include "train/precision.h"
@@ -42,7 +43,11 @@ TrainingRun::TrainingRun(const TrainerOptions& o, Task& task, Device device,
       metrics_path_(!o.metrics.empty()          ? o.metrics
                     : !o.checkpoint_dir.empty() ? o.checkpoint_dir + "/metrics.jsonl"
                                                 : std::string("metrics.jsonl")),
-      metrics_(rank_ == 0 ? MetricsLog(metrics_path_, !o.resume.empty()) : MetricsLog()),
+      // An evaluation of a finished run may read a folder it cannot write: it still runs.
+      metrics_(rank_ == 0
+                   ? MetricsLog(metrics_path_, !o.resume.empty(),
+                                o.eval_only ? IfUnwritable::write_nothing : IfUnwritable::refuse)
+                   : MetricsLog()),
       // Off a terminal, about four lines an epoch (at log points).
       progress_(rank_ == 0 ? o.progress : "off",
                 std::max<int64_t>(
@@ -54,6 +59,8 @@ TrainingRun::TrainingRun(const TrainerOptions& o, Task& task, Device device,
               o.workers, 2 * o.workers, /*pin_for=*/device),
       stager_(device) {
   if (!o.init_from.empty()) progress_.print(init_from_weights(model_, o.init_from));
+  if (!o.train_manifest.empty())
+    train_manifest_fingerprint_ = manifest_fingerprint(o.train_manifest);
   // Before any split: the pipeline's, SyncBatchNorm's and the reducer's groups inherit it.
   if (group_ && o.comm_timeout > 0) group_->set_timeout(o.comm_timeout);
   model_.to(device);
@@ -285,6 +292,10 @@ TrainResult TrainingRun::evaluate_only() {
   strategy_ = std::make_unique<SingleProcessStrategy>(task_, group_);
   progress_.print(str("evaluating on ", device_.str(), ": ", task_.describe()));
   say_where_metrics_go();
+  if (!metrics_.unwritable().empty())
+    progress_.notice(str("--eval-only: cannot write the metrics log ", metrics_path_, " (",
+                         metrics_.unwritable(),
+                         "); the results are printed only (--metrics FILE keeps them)"));
   report_data();
   if (!o_.resume.empty()) load_weights_to_evaluate();
   if (task_.has_split("val")) result_.last_val = evaluate("val", -1);

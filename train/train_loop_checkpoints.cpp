@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/nvtx.h"
 #include "engine/nn/state_dict.h"
+#include "train/manifest_fingerprint.h"
 #include "train/train_loop_run.h"
 
 namespace sonata {
@@ -25,8 +26,14 @@ TrainPosition TrainingRun::resume() {
     // What this rank holds of it, as it holds it (a pipeline stage: its own tensors alone).
     const PartialTrainingState loaded =
         load_resume_checkpoint(path, o_, strategy_->ownership(), &source);
+    const auto batch = loaded.state.scalars.find("batch");
+    const std::string manifest_note =
+        manifest_change(loaded.state.texts, o_.train_manifest, train_manifest_fingerprint_,
+                        source.folder, batch != loaded.state.scalars.end() && batch->second != 0);
     start = restore_training_state(loaded, o_, task_, *optimizer_, *scaler_, &notes);
+    if (!manifest_note.empty()) notes.push_back(manifest_note);
     check_epoch_length(loaded.state, start.step);
+    restore_log_sums(loaded.state);
     progress_.print(str("resumed from ", source.folder, " at step ", start.step, " (epoch ",
                         start.epoch + 1, ", batch ", start.batch, ")"));
     for (const std::string& skipped : source.skipped)
@@ -82,9 +89,15 @@ void TrainingRun::save_checkpoint(const TrainPosition& position, std::optional<d
   const bool bad_here = bad_streak_.defined() && bad_streak_.item() > 0;
   if (ownership.on_any_holder(bad_here)) return;
   last_saved_step_ = position.step;
+  const std::map<std::string, double> log_sums = log_sums_over_ranks();
   const auto capture = [&] {
     TrainingState state = capture_training_state(o_, task_, *optimizer_, *scaler_, position);
     state.scalars[kStepsPerEpoch] = double(steps_per_epoch_);
+    state.scalars.insert(log_sums.begin(), log_sums.end());
+    if (!train_manifest_fingerprint_.empty()) {
+      state.texts[kTrainManifestKey] = train_manifest_fingerprint_;
+      state.texts[kTrainManifestPathKey] = o_.train_manifest;
+    }
     return state;
   };
   // In one process's format, whoever holds its parts; written by the writer (checkpoints_).

@@ -3,6 +3,7 @@
 // report.
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -132,11 +133,43 @@ void TrainingRun::log_point(int64_t epoch, int64_t step_in_epoch) {
   log_start_ = Clock::now();
 }
 
+namespace {
+
+// The checkpoint's scalars that hold the log's sums since its last row.
+constexpr const char* kLogLossSum = "log.loss_sum";
+constexpr const char* kLogLosses = "log.losses";
+constexpr const char* kLogFrames = "log.frames";
+constexpr const char* kLogPaddedFrames = "log.padded_frames";
+
+}  // namespace
+
+std::map<std::string, double> TrainingRun::log_sums_over_ranks() {
+  const std::vector<double> sums =
+      strategy_->sum_over_ranks({read_scalars({loss_sum_})[0], double(losses_summed_),
+                                 double(frames_since_log_), double(padded_frames_since_log_)});
+  return {{kLogLossSum, sums[0]},
+          {kLogLosses, sums[1]},
+          {kLogFrames, sums[2]},
+          {kLogPaddedFrames, sums[3]}};
+}
+
+void TrainingRun::restore_log_sums(const TrainingState& checkpoint) {
+  const auto losses = checkpoint.scalars.find(kLogLosses);
+  if (!is_main() || losses == checkpoint.scalars.end() || losses->second == 0) return;
+  // f32, as track_loss sums: the value went out as a double and comes back exactly.
+  loss_sum_ =
+      full({}, checkpoint.scalars.at(kLogLossSum), TensorOptions{}.with(DType::f32)).to(device_);
+  losses_summed_ = int64_t(losses->second);
+  frames_since_log_ = int64_t(checkpoint.scalars.at(kLogFrames));
+  padded_frames_since_log_ = int64_t(checkpoint.scalars.at(kLogPaddedFrames));
+}
+
 void TrainingRun::report_data() {
   const DataReport report = task_.data_report();
-  for (const std::string& line : report.lines) progress_.print(line);
+  for (const std::string& line : report.lines) progress_.notice(line);
   nlohmann::ordered_json record{{"event", "data"}, {"step", step_}};
   for (const auto& [name, count] : report.counts) record[name] = count;
+  for (const auto& [name, inputs] : report.named) record[name] = inputs;
   metrics_.write(record);
 }
 

@@ -80,6 +80,12 @@ class TrainingRun {
   // The lines a training run starts with, and its "data" record.
   void announce(int64_t batch_size, int64_t replicas, double peak_lr);
   void log_point(int64_t epoch, int64_t step_in_epoch);
+  // The sums since the last log point, over the ranks (a collective), for a checkpoint: a
+  // resumed run's first row then averages the steps an uninterrupted run's would.
+  std::map<std::string, double> log_sums_over_ranks();
+  // Those of a checkpoint, taken back by rank 0 (the others start from none, as the sums
+  // are over the ranks); a checkpoint written before they were kept restores none.
+  void restore_log_sums(const TrainingState& checkpoint);
   // What loading the data found (skipped inputs, warnings): printed, and one "data" record.
   void report_data();
   EvalResult evaluate(const std::string& split, int64_t epoch);
@@ -115,6 +121,9 @@ class TrainingRun {
 
   std::unique_ptr<BatchSampler> sampler_;
   int64_t steps_per_epoch_ = 0, total_steps_ = 0, epochs_ = 0;
+  // What --train held when the run (or this resume of it) started: kept in each checkpoint
+  // (train/manifest_fingerprint.h).
+  std::string train_manifest_fingerprint_;
   bool schedule_in_steps_ = false;
   std::optional<LrSchedule> schedule_;
   std::unique_ptr<Optimizer> optimizer_;

@@ -13,6 +13,7 @@
 #include "models/registry.h"
 #include "train/config_file.h"
 #include "train/option_table.h"
+#include "train/option_values.h"
 
 namespace sonata {
 namespace {
@@ -125,6 +126,20 @@ CLI::Option* add_option_row(CLI::App& app, TrainerOptions& o, const OptionRow& r
   return option->group(row.group);
 }
 
+// --max-duration's default (kTaskMaxDuration) is a value a user could also write: a written
+// value is checked here, where CLI11 still knows it was written, so that -1 is refused rather
+// than taken for the default.
+CLI::Validator seconds_limit() {
+  return CLI::Validator(
+      [](std::string& text) {
+        double seconds = 0;
+        if (CLI::detail::lexical_cast(text, seconds) && std::isfinite(seconds) && seconds >= 0)
+          return std::string();
+        return str("must be a number of seconds, 0 or more (0: no limit), got ", text);
+      },
+      "");
+}
+
 }  // namespace
 
 void add_trainer_options(CLI::App& app, TrainerOptions& o) {
@@ -136,7 +151,8 @@ void add_trainer_options(CLI::App& app, TrainerOptions& o) {
   // --help lists the options in the table's order, with the others where they belong: the
   // model's own options after --model, the feature flags after --test.
   for (const OptionRow& row : option_table()) {
-    add_option_row(app, o, row);
+    CLI::Option* option = add_option_row(app, o, row);
+    if (row.name == "max-duration") option->check(seconds_limit());
     if (row.name == "model") add_model_options(app, o);
     if (row.name == "test") add_feature_flags(app, o.features, "Features");
   }
@@ -187,6 +203,7 @@ void TrainerOptions::check() const {
   SONATA_CHECK(lr > 0 && std::isfinite(lr), "--lr must be a positive number, got ", lr);
   SONATA_CHECK(weight_decay >= 0 && std::isfinite(weight_decay),
                "--weight-decay must be a number not below 0, got ", weight_decay);
+  check_optimizer_values(*this);  // train/option_values.h
   SONATA_CHECK(!nesterov || optimizer == OptimizerKind::sgd,
                "--nesterov applies to --optimizer sgd only");
   SONATA_CHECK(schedule_unit == ScheduleUnit::steps || max_steps == 0 || epochs > 0,

@@ -88,14 +88,15 @@ std::string resume_path(const TrainerOptions& options) {
 
 namespace {
 
-// `load` of `path`; under --resume auto a folder none of whose checkpoints loads is refused
-// with what to do about it.
+// `load` of `path`, its errors named by --resume; under --resume auto a folder none of whose
+// checkpoints loads is refused with what to do about it.
 template <typename Load>
 auto resume_or_refuse(const TrainerOptions& options, Load load) {
   try {
     return load();
   } catch (const Error& e) {
-    if (options.resume != "auto") throw;
+    // Named by the flag the path came from, as the user wrote it.
+    if (options.resume != "auto") throw Error(str("--resume: ", e.what()));
     throw Error(str("--resume auto: ", e.what(),
                     "\nNot starting a fresh run over them: move them out of '",
                     options.checkpoint_dir, "' to start anew, or name one with --resume."));

@@ -48,7 +48,7 @@ auto read_newest(const std::string& path, CheckpointSource* source, Read read) {
   *source = {};
   const fs::path folder = folder_path(path);
   std::error_code error;
-  SONATA_CHECK(fs::is_directory(folder, error), "load_checkpoint: '", path,
+  SONATA_CHECK(fs::is_directory(folder, error), "'", path,
                "' is not a folder (a checkpoint directory or one of its step folders)");
   const bool step_folder = parse_step_folder_name(folder.filename().string()).has_value() ||
                            fs::exists(folder / kModelFile, error) ||
@@ -59,8 +59,7 @@ auto read_newest(const std::string& path, CheckpointSource* source, Read read) {
   }
 
   const auto folders = list_step_folders(folder.string());
-  SONATA_CHECK(!folders.empty(), "load_checkpoint: '", path,
-               "' holds no checkpoint (no step-* folders)");
+  SONATA_CHECK(!folders.empty(), "'", path, "' holds no checkpoint (no step-* folders)");
   for (auto it = folders.rbegin(); it != folders.rend(); ++it) {
     try {
       auto state = read(it->second);
@@ -77,7 +76,7 @@ auto read_newest(const std::string& path, CheckpointSource* source, Read read) {
   std::string failures;
   for (size_t i = 0; i < source->skipped.size(); ++i)
     failures += str("\n  ", i + 1, ". ", source->skipped[i]);
-  throw Error(str("load_checkpoint: no checkpoint in '", path, "' loads (", folders.size(),
+  throw Error(str("no checkpoint in '", path, "' loads (", folders.size(),
                   folders.size() == 1 ? " step folder" : " step folders",
                   ", each kept as it is):", failures));
 }

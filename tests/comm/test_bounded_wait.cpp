@@ -23,9 +23,11 @@ class FakeClock final : public WaitClock {
   }
   void sleep(microseconds duration) override {
     sleeps.push_back(duration);
-    time += duration;
+    time += duration + stop_in_next_sleep;  // SIGSTOP, then SIGCONT that much later
+    stop_in_next_sleep = {};
   }
   std::chrono::steady_clock::time_point time{};
+  std::chrono::steady_clock::duration stop_in_next_sleep{};
   std::vector<microseconds> sleeps;
 };
 
@@ -59,6 +61,35 @@ TEST_CASE("poll_until gives up after the timeout, sleeping between polls with a 
     growing = growing && clock.sleeps[i] >= clock.sleeps[i - 1];
   CHECK(growing);
   CHECK(polls >= int(clock.sleeps.size()));
+}
+
+TEST_CASE("poll_until does not count the time its process was stopped against the timeout",
+          "[comm][timeout]") {
+  // The process is stopped (SIGSTOP) for 700 s in the first sleep after 0.5 s of a 2 s wait;
+  // what it waits for is done 0.1 s after it is continued.
+  FakeClock clock;
+  const auto start = clock.time;
+  std::chrono::steady_clock::time_point continued{};
+  const bool done = poll_until(
+      [&] {
+        if (continued == std::chrono::steady_clock::time_point{} &&
+            clock.time - start > std::chrono::milliseconds(500)) {
+          clock.stop_in_next_sleep = std::chrono::seconds(700);
+          continued = clock.time + std::chrono::seconds(700);
+        }
+        return continued != std::chrono::steady_clock::time_point{} &&
+               clock.time > continued + std::chrono::milliseconds(100);
+      },
+      2.0, clock);
+  CHECK(done);  // not a timeout that the peers would be blamed for
+  // A wait that is never answered still ends after 2 s of its own running time.
+  FakeClock again;
+  const auto again_start = again.time;
+  again.stop_in_next_sleep = std::chrono::seconds(700);
+  CHECK_FALSE(poll_until([] { return false; }, 2.0, again));
+  const double waited = std::chrono::duration<double>(again.time - again_start).count();
+  CHECK(waited >= 702.0);
+  CHECK(waited < 702.0 + 0.01);
 }
 
 TEST_CASE("the communication timeout is a positive number of seconds", "[comm][timeout]") {

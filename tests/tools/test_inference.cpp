@@ -345,9 +345,19 @@ TEST_CASE(
       run_command(transcribe_command, {"--checkpoint", folder.file("genre"), clip});
   check_one_line_error(transcribe_genre, "vgg19_bn classification checkpoint (use classify)");
 
-  check_one_line_error(run_command(transcribe_command, {"--checkpoint", folder.file("speech"), clip,
-                                                        folder.file("missing.wav")}),
-                       "missing.wav' does not exist");
+  // A missing file is that file's error alone, in its place: the files after it are answered.
+  const std::string other_clip = folder.file("train_1.wav");
+  const CommandResult with_missing = run_command(
+      transcribe_command,
+      {"--checkpoint", folder.file("speech"), clip, folder.file("missing.wav"), other_clip});
+  INFO(with_missing.err);
+  CHECK(with_missing.code == 1);
+  REQUIRE(with_missing.lines.size() == 2);
+  CHECK(split_tabs(with_missing.lines[0]).front() == clip);
+  CHECK(split_tabs(with_missing.lines[1]).front() == other_clip);
+  CHECK(with_missing.err == "transcribe: input file '" + folder.file("missing.wav") +
+                                "' does not exist\ntranscribe: 1 of 3 inputs failed (each named "
+                                "above)\n");
   check_one_line_error(run_command(classify_command, {"--checkpoint", folder.file("genre"), root}),
                        "is a folder");
   check_one_line_error(
@@ -403,5 +413,19 @@ TEST_CASE("transcribe and classify: errors are in the user's words, without sour
     CHECK(result.code == 1);
     CHECK_THAT(result.err, Contains("nowhere"));
     CHECK_THAT(result.err, !Contains(".cpp:"));
+  }
+}
+
+TEST_CASE("transcribe and classify: a --checkpoint that is no checkpoint is named by its flag",
+          "[inference]") {
+  TemporaryFolder folder("inference_checkpoint_flag");
+  write_text(folder.file("clip.wav"), "not used");
+  for (auto* command : {transcribe_command, classify_command}) {
+    const CommandResult result =
+        run_command(command, {"--checkpoint", folder.file("nowhere"), folder.file("clip.wav")});
+    INFO(result.err);
+    CHECK(result.code == 1);
+    CHECK_THAT(result.err, Contains("--checkpoint: '" + folder.file("nowhere") + "'"));
+    CHECK_THAT(result.err, !Contains("load_checkpoint"));  // the loader's name, not the user's
   }
 }

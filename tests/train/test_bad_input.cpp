@@ -20,6 +20,7 @@
 #include "engine/random.h"
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
+#include "tests/support/stdout_capture.h"
 #include "train/tasks/class_task.h"
 #include "train/tasks/ctc_reachability.h"
 #include "train/tasks/speech_task.h"
@@ -226,5 +227,36 @@ TEST_CASE("ds2: transcripts too long for CTC to align are counted and named at s
   REQUIRE(record.is_object());
   CHECK(record["train_ctc_unreachable"] == 1);
   CHECK(record["train_skipped"] == 0);
+}
+TEST_CASE(
+    "ds2: skipped clips are named under --progress none, on stderr and in the data record, "
+    "the first ten and the count of the rest",
+    "[trainer][bad_input][notice]") {
+  TemporaryFolder folder("bad_input_named_skips");
+  const std::string train = write_letters_corpus(folder.path().string(), "train", 4, 8);
+  std::ifstream in(train);
+  std::string manifest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (int i = 0; i < 12; ++i) manifest += "gone" + std::to_string(i) + ".wav\tab\n";
+  write_text(train, manifest);
+
+  TrainerOptions options = tiny_ds2_options(train);
+  REQUIRE(options.progress == "none");
+  options.bad_input = "skip";
+  options.max_steps = 1;
+  options.metrics = folder.file("metrics.jsonl");
+  manual_seed(2);
+  SpeechTask task(options, Vocabulary());
+  const std::string err =
+      stderr_of(folder.file("stderr"), [&] { run_training(options, task, Device::cpu()); });
+  CHECK_THAT(err, Contains("12 bad clips skipped") && Contains("gone0.wav") &&
+                      Contains("gone9.wav") && Contains("and 2 more"));
+  CHECK_THAT(err, !Contains("gone10.wav") && !Contains("gone11.wav"));
+  const nlohmann::json record = data_record(options.metrics);
+  REQUIRE(record.is_object());
+  CHECK(record["train_skipped"] == 12);
+  REQUIRE(record["train_skipped_first"].size() == 10);
+  for (int i = 0; i < 10; ++i)
+    CHECK_THAT(record["train_skipped_first"][size_t(i)].get<std::string>(),
+               Contains("gone" + std::to_string(i) + ".wav"));
 }
 #endif

@@ -3,8 +3,10 @@
 // every change.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -62,5 +64,80 @@ TEST_CASE(
 
   const std::string complete = stderr_of(folder.file("stderr"), [&] { train(options); });
   CHECK_THAT(complete, Contains("the run is already complete: its checkpoint is at step 4"));
+}
+TEST_CASE(
+    "--eval-only on a folder whose metrics log cannot be written evaluates, and says the log "
+    "is not kept",
+    "[trainer][resume][notice]") {
+  TemporaryFolder folder("eval_only_read_only");
+  const std::string manifest = write_letters_corpus(folder.path().string(), "train", 4, 6);
+  TrainerOptions options = tiny_ds2_options(manifest);  // --progress none
+  options.max_steps = 1;
+  options.checkpoint_dir = folder.file("run");
+  train(options);
+  // What a read-only folder does to the log, also to root (whom permissions do not stop):
+  // the log's path cannot be opened for writing.
+  std::filesystem::remove(options.checkpoint_dir + "/metrics.jsonl");
+  std::filesystem::create_directory(options.checkpoint_dir + "/metrics.jsonl");
+  TrainerOptions evaluate = options;
+  evaluate.train_manifest.clear();
+  evaluate.val_manifest = manifest;
+  evaluate.eval_only = true;
+  evaluate.resume = "auto";
+  TrainResult result;
+  const std::string err = stderr_of(folder.file("stderr"), [&] {
+    manual_seed(evaluate.seed);
+    SpeechTask task(evaluate, Vocabulary());
+    result = run_training(evaluate, task, Device::cpu());
+  });
+  CHECK_THAT(err, Contains("--eval-only: cannot write the metrics log " + options.checkpoint_dir +
+                           "/metrics.jsonl"));
+  CHECK(result.last_val.metrics.count("cer") == 1);
+}
+TEST_CASE(
+    "a training manifest edited in place between the stop and the resume is refused in the "
+    "middle of an epoch and said at an epoch's start",
+    "[trainer][resume][notice]") {
+  TemporaryFolder folder("resume_manifest_edited");
+  const std::string manifest = write_letters_corpus(folder.path().string(), "train", 4, 7);
+  std::ifstream in(manifest);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  in.close();
+  REQUIRE(lines.size() == 4);
+  // The same clips with two transcripts swapped (`swapped`): as many items and steps, other
+  // data.
+  auto write_manifest = [&](bool swapped) {
+    std::vector<std::string> written = lines;
+    if (swapped) {
+      const size_t tab0 = lines[0].find('\t'), tab1 = lines[1].find('\t');
+      written[0] = lines[0].substr(0, tab0) + lines[1].substr(tab1);
+      written[1] = lines[1].substr(0, tab1) + lines[0].substr(tab0);
+      REQUIRE(written[0] != lines[0]);
+    }
+    std::string text;
+    for (const std::string& line : written) text += line + "\n";
+    write_text(manifest, text);
+  };
+  TrainerOptions options = tiny_ds2_options(manifest);  // --progress none
+  options.epochs = 2;                                   // 2 steps an epoch
+  options.checkpoint_dir = folder.file("run");
+  options.stop_after = 1;
+  train(options);
+
+  write_manifest(true);
+  options.resume = "auto";
+  options.stop_after = 2;
+  CHECK_THROWS_WITH(train(options), Contains("--train '" + manifest + "' changed since ") &&
+                                        Contains(options.checkpoint_dir + "/step-") &&
+                                        Contains("--init-from"));
+  // Put back, it resumes to the epoch's end; edited there, the next epoch trains on it, said.
+  write_manifest(false);
+  train(options);
+  write_manifest(true);
+  options.stop_after = 0;
+  const std::string said = stderr_of(folder.file("stderr"), [&] { train(options); });
+  CHECK_THAT(said, Contains("--train '" + manifest + "' changed since ") &&
+                       Contains("its new items are trained on from this epoch on"));
 }
 #endif

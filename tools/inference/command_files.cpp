@@ -24,9 +24,7 @@ void add_inference_arguments(CLI::App& app, InferenceArguments& arguments) {
 void check_input_files(const std::vector<std::string>& files) {
   for (const std::string& file : files) {
     std::error_code error;
-    const auto status = std::filesystem::status(file, error);
-    SONATA_CHECK(std::filesystem::exists(status), "input file '", file, "' does not exist");
-    SONATA_CHECK(!std::filesystem::is_directory(status), "input '", file,
+    SONATA_CHECK(!std::filesystem::is_directory(file, error), "input '", file,
                  "' is a folder, not an audio file");
   }
 }
@@ -36,6 +34,8 @@ int64_t for_each_input(const std::vector<std::string>& files, std::ostream& err,
   int64_t failed = 0;
   for (const std::string& file : files) {
     try {
+      std::error_code error;
+      SONATA_CHECK(std::filesystem::exists(file, error), "input file '", file, "' does not exist");
       one(file);
     } catch (const std::exception& error) {
       // std::bad_alloc and the like say nothing of the file; sonata's errors usually name it.

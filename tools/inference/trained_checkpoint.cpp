@@ -29,7 +29,11 @@ std::string checkpoint_kind(const std::string& model) {
 TrainedCheckpoint read_trained_checkpoint(const std::string& path) {
   TrainedCheckpoint checkpoint;
   checkpoint.path = path;
-  checkpoint.state = load_checkpoint(path);
+  try {
+    checkpoint.state = load_checkpoint(path);
+  } catch (const Error& error) {
+    throw Error(str("--checkpoint: ", error.what()));  // the flag the path came from
+  }
   const auto model = checkpoint.state.texts.find("model");
   const auto config = checkpoint.state.texts.find("config");
   SONATA_CHECK(model != checkpoint.state.texts.end() && config != checkpoint.state.texts.end(),
