@@ -65,9 +65,10 @@ TEST_CASE(
   const std::string complete = stderr_of(folder.file("stderr"), [&] { train(options); });
   CHECK_THAT(complete, Contains("the run is already complete: its checkpoint is at step 4"));
 }
+// (The name does not start with "--": Catch would read it as an option when ctest runs it.)
 TEST_CASE(
-    "--eval-only on a folder whose metrics log cannot be written evaluates, and says the log "
-    "is not kept",
+    "evaluation only, in a folder whose metrics log cannot be written, still evaluates "
+    "and says the log is not kept",
     "[trainer][resume][notice]") {
   TemporaryFolder folder("eval_only_read_only");
   const std::string manifest = write_letters_corpus(folder.path().string(), "train", 4, 6);
