@@ -24,6 +24,8 @@
 using namespace sonata;
 using namespace sonata::testing;
 
+// The audio clips the tests read need libsndfile (the lent GPU machine's build has none).
+#if SONATA_WITH_SNDFILE
 namespace {
 
 // A checkpoint as the trainer writes one for `options`, of `model`'s weights with the tensor
@@ -49,7 +51,6 @@ std::string save_checkpoint(const std::string& folder, const Module& model,
 
 }  // namespace
 
-#if SONATA_WITH_SNDFILE
 TEST_CASE("cuda inference: transcribe on the GPU gives the CPU's transcript", "[inference]") {
   TemporaryFolder folder("cuda_inference_speech");
   TrainerOptions options;
