@@ -413,18 +413,7 @@ TEST_CASE("transcribe and classify: errors are in the user's words, without sour
     CHECK(result.code == 1);
     CHECK_THAT(result.err, Contains("nowhere"));
     CHECK_THAT(result.err, !Contains(".cpp:"));
-  }
-}
-
-TEST_CASE("transcribe and classify: a --checkpoint that is no checkpoint is named by its flag",
-          "[inference]") {
-  TemporaryFolder folder("inference_checkpoint_flag");
-  write_text(folder.file("clip.wav"), "not used");
-  for (auto* command : {transcribe_command, classify_command}) {
-    const CommandResult result =
-        run_command(command, {"--checkpoint", folder.file("nowhere"), folder.file("clip.wav")});
-    INFO(result.err);
-    CHECK(result.code == 1);
+    // A --checkpoint that is no checkpoint is named by its flag.
     CHECK_THAT(result.err, Contains("--checkpoint: '" + folder.file("nowhere") + "'"));
     CHECK_THAT(result.err, !Contains("load_checkpoint"));  // the loader's name, not the user's
   }
