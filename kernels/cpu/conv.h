@@ -3,9 +3,9 @@
 // - im2col + one OpenBLAS GEMM per chunk of images, the chunk's columns laid side by side
 //   ([c_in*kh*kw, images*h_out*w_out]) so that BLAS threads one large product instead of
 //   many small ones;
-// - a direct convolution (kernels/cpu/conv_direct.h) for passes whose vectorised channel
-//   dimension has at most 16 channels (DeepSpeech2's 8-channel front end), where the GEMM
-//   has too few rows and the columns do not fit any cache.
+// - a direct convolution (kernels/cpu/conv_direct.h): every forward pass, the input
+//   gradient of 8 or more input channels, the weight gradient of filters 4 or more columns
+//   wide (DeepSpeech2's 11x41 and 11x21, not VGG's 3x3).
 // `automatic` picks the direct one where it suits; tests name each algorithm explicitly.
 //
 // Every pass works in a caller-provided workspace of conv2d_workspace_bytes(pass) bytes

@@ -14,20 +14,49 @@ SONATA_CPU_BEGIN
 namespace direct_conv {
 namespace {
 
-constexpr int64_t kLanes = 8;  // channels in one vector of the product
-constexpr int kPixels = 8;     // pixels whose sums stay in registers together
+// Channels sit in the vector lanes, pixels in the register rows: L lanes (8, 16 or 32
+// channels: one to four vectors of this capability) times up to P pixels of sums stay in
+// registers while the product runs over its terms. Each term costs L / (vector width) vector
+// loads, P broadcasts and P * L / (vector width) FMAs, so wider L and more P raise the FMAs
+// per load; the register file bounds L * P (AVX-512: 32 registers of 16 floats; AVX2: 16 of
+// 8). A layer of at most 8 lane channels keeps L = 8 (no idle lanes in DeepSpeech2's
+// 8-channel front end); a wider one takes the widest L the capability holds.
+constexpr int kPixels = 8;     // the most pixels of any (capability, L): sizes `out`
 constexpr size_t kAlign = 64;  // each workspace region starts on a cache line
 // As in the im2col path: the padded copies of as many images as fit in 128 MiB are made at
 // once, which holds a whole DeepSpeech2 batch yet bounds memory on long inputs.
 constexpr size_t kWorkspaceCap = size_t(128) << 20;
 // Multiply-adds below which OpenMP's fork costs more than the second thread gives.
 constexpr int64_t kParallelWork = int64_t(1) << 18;
+// The weight gradient's terms are output pixels: its products run over tiles of them whose
+// grad_y vectors (tile * L elements) stay in a core's L2 while every filter tap reads them,
+// instead of streaming the whole batch's grad_y from memory once per tap.
+constexpr size_t kWeightTileBytes = size_t(64) << 10;
+
+#if SONATA_CPU_CAPABILITY == 2
+constexpr int64_t kWidestLanes = 32;  // two zmm per pixel, 8 pixels: 16 of 32 registers
+#elif SONATA_CPU_CAPABILITY == 1
+constexpr int64_t kWidestLanes = 16;  // two ymm per pixel, 6 pixels: 12 of 16 registers
+#else
+constexpr int64_t kWidestLanes = 8;
+#endif
+
+// The lanes of a product whose lane dimension has `channels` channels.
+int64_t lanes_for(int64_t channels) {
+  return channels <= 8 ? 8 : channels <= 16 ? std::min<int64_t>(16, kWidestLanes) : kWidestLanes;
+}
+
+// The pixels one product keeps in registers at L lanes.
+template <int64_t L>
+constexpr int pixels_for() {
+  return (SONATA_CPU_CAPABILITY == 1 && L == 16) ? 6 : kPixels;
+}
 
 size_t aligned(size_t bytes) {
   return (bytes + kAlign - 1) / kAlign * kAlign;
 }
-int64_t lane_blocks(int64_t channels) {
-  return (channels + kLanes - 1) / kLanes;
+int64_t lane_blocks(int64_t channels, int64_t lanes) {
+  return (channels + lanes - 1) / lanes;
 }
 int64_t floor_mod(int64_t value, int64_t modulus) {
   const int64_t r = value % modulus;
@@ -35,46 +64,34 @@ int64_t floor_mod(int64_t value, int64_t modulus) {
 }
 
 // out[p][l] = sum_t vecs[t][l] * in[offsets[t] + p * pixel_stride] for p < P: the one loop
-// every pass runs. P * kLanes sums live in registers; each term costs one vector load and P
-// broadcasts.
-template <typename T, int P>
+// every pass runs. P * L sums live in registers; each term costs L / width vector loads and
+// P broadcasts.
+template <typename T, int64_t L, int P>
 void product(int64_t terms, const T* vecs, const int64_t* offsets, const T* in,
-             int64_t pixel_stride, T (&out)[kPixels][kLanes]) {
-  T sums[P][kLanes] = {};
+             int64_t pixel_stride, T (&out)[kPixels][L]) {
+  T sums[P][L] = {};
   for (int64_t t = 0; t < terms; ++t) {
-    const T* vec = vecs + t * kLanes;
+    const T* vec = vecs + t * L;
     const T* src = in + offsets[t];
     for (int p = 0; p < P; ++p) {
       const T value = src[p * pixel_stride];
 #pragma omp simd
-      for (int64_t l = 0; l < kLanes; ++l) sums[p][l] += value * vec[l];
+      for (int64_t l = 0; l < L; ++l) sums[p][l] += value * vec[l];
     }
   }
   for (int p = 0; p < P; ++p)
-    for (int64_t l = 0; l < kLanes; ++l) out[p][l] = sums[p][l];
+    for (int64_t l = 0; l < L; ++l) out[p][l] = sums[p][l];
 }
 
-template <typename T>
+// product() for a run-time pixel count of at most pixels_for<L>(): one instantiation each.
+template <typename T, int64_t L, int P = pixels_for<L>()>
 void product_of(int pixels, int64_t terms, const T* vecs, const int64_t* offsets, const T* in,
-                int64_t pixel_stride, T (&out)[kPixels][kLanes]) {
-  switch (pixels) {
-    case 8:
-      return product<T, 8>(terms, vecs, offsets, in, pixel_stride, out);
-    case 7:
-      return product<T, 7>(terms, vecs, offsets, in, pixel_stride, out);
-    case 6:
-      return product<T, 6>(terms, vecs, offsets, in, pixel_stride, out);
-    case 5:
-      return product<T, 5>(terms, vecs, offsets, in, pixel_stride, out);
-    case 4:
-      return product<T, 4>(terms, vecs, offsets, in, pixel_stride, out);
-    case 3:
-      return product<T, 3>(terms, vecs, offsets, in, pixel_stride, out);
-    case 2:
-      return product<T, 2>(terms, vecs, offsets, in, pixel_stride, out);
-    default:
-      return product<T, 1>(terms, vecs, offsets, in, pixel_stride, out);
+                int64_t pixel_stride, T (&out)[kPixels][L]) {
+  if constexpr (P > 1) {
+    if (pixels < P)
+      return product_of<T, L, P - 1>(pixels, terms, vecs, offsets, in, pixel_stride, out);
   }
+  product<T, L, P>(terms, vecs, offsets, in, pixel_stride, out);
 }
 
 // planes [count][h][w] into [count][rows][cols] with the data at (top, left), zero elsewhere.
@@ -149,26 +166,34 @@ Phases phases_along(int64_t size, int64_t size_out, int64_t kernel, int64_t stri
   return p;
 }
 
+// The lane channels of `pass`: the output channels, or the input channels for the input
+// gradient.
+int64_t lane_channels(const Conv2dShape& s, ConvPass pass) {
+  return pass == ConvPass::backward_input ? s.c_in : s.c_out;
+}
+
 Plan plan_of(const Conv2dShape& s, ConvPass pass, size_t element) {
+  const int64_t lanes = lanes_for(lane_channels(s, pass));
   const int64_t hp = s.h + 2 * s.pad_h, wp = s.w + 2 * s.pad_w, hw_out = s.h_out * s.w_out;
   const int64_t taps = s.patch();
   Plan plan;
   switch (pass) {
     case ConvPass::forward:
-      plan.fixed = aligned(size_t(lane_blocks(s.c_out) * taps * kLanes) * element) +
+      plan.fixed = aligned(size_t(lane_blocks(s.c_out, lanes) * taps * lanes) * element) +
                    aligned(size_t(taps) * sizeof(int64_t)) + kAlign;
       plan.per_image = size_t(s.c_in * hp * wp) * element;
       break;
     case ConvPass::backward_weight:
       plan.fixed = 3 * kAlign;
-      plan.per_image = size_t(s.c_in * hp * wp + lane_blocks(s.c_out) * hw_out * kLanes) * element +
-                       size_t(hw_out) * sizeof(int64_t);
+      plan.per_image =
+          size_t(s.c_in * hp * wp + lane_blocks(s.c_out, lanes) * hw_out * lanes) * element +
+          size_t(hw_out) * sizeof(int64_t);
       break;
     case ConvPass::backward_input: {
       const Phases rows = phases_along(s.h, s.h_out, s.kh, s.stride_h, s.pad_h, s.dil_h);
       const Phases cols = phases_along(s.w, s.w_out, s.kw, s.stride_w, s.pad_w, s.dil_w);
       const int64_t terms = s.c_out * s.kh * s.kw, classes = s.stride_h * s.stride_w;
-      plan.fixed = aligned(size_t(lane_blocks(s.c_in) * terms * kLanes) * element) +
+      plan.fixed = aligned(size_t(lane_blocks(s.c_in, lanes) * terms * lanes) * element) +
                    aligned(size_t(terms) * sizeof(int64_t)) +
                    aligned(size_t(classes + 1) * sizeof(int64_t)) + kAlign;
       plan.per_image = size_t(s.c_out * rows.extent * cols.extent) * element;
@@ -193,22 +218,23 @@ bool parallel_worth(const Conv2dShape& s) {
   return s.n * s.h_out * s.w_out * s.c_out * s.patch() >= kParallelWork;
 }
 
-template <typename T>
+template <typename T, int64_t L>
 void forward_typed(const Conv2dShape& s, const T* x, const T* weight, const T* bias, T* y,
                    void* workspace, size_t workspace_bytes) {
   const int64_t hp = s.h + 2 * s.pad_h, wp = s.w + 2 * s.pad_w, hw_out = s.h_out * s.w_out;
-  const int64_t taps = s.patch(), blocks = lane_blocks(s.c_out);
+  const int64_t taps = s.patch(), blocks = lane_blocks(s.c_out, L);
+  constexpr int P = pixels_for<L>();
   const int64_t chunk = images_per_chunk(s, ConvPass::forward, sizeof(T), workspace_bytes);
   Carver carve(workspace, workspace_bytes);
-  // vecs[block][tap][lane] = weight[block * kLanes + lane, tap], zero past c_out.
-  T* vecs = carve.take<T>(blocks * taps * kLanes);
+  // vecs[block][tap][lane] = weight[block * L + lane, tap], zero past c_out.
+  T* vecs = carve.take<T>(blocks * taps * L);
   int64_t* offsets = carve.take<int64_t>(taps);
   T* padded = carve.take<T>(chunk * s.c_in * hp * wp);
   for (int64_t block = 0; block < blocks; ++block)
     for (int64_t tap = 0; tap < taps; ++tap)
-      for (int64_t l = 0; l < kLanes; ++l) {
-        const int64_t co = block * kLanes + l;
-        vecs[(block * taps + tap) * kLanes + l] = co < s.c_out ? weight[co * taps + tap] : T(0);
+      for (int64_t l = 0; l < L; ++l) {
+        const int64_t co = block * L + l;
+        vecs[(block * taps + tap) * L + l] = co < s.c_out ? weight[co * taps + tap] : T(0);
       }
   for (int64_t ci = 0; ci < s.c_in; ++ci)
     for (int64_t i = 0; i < s.kh; ++i)
@@ -219,19 +245,20 @@ void forward_typed(const Conv2dShape& s, const T* x, const T* weight, const T* b
     const int64_t images = std::min(chunk, s.n - n0);
     pad_planes(x + n0 * s.c_in * s.h * s.w, images * s.c_in, s.h, s.w, s.pad_h, s.pad_w, hp, wp,
                padded);
+    // The block outermost: a thread's rows share one block's weight vectors in its cache.
 #pragma omp parallel for collapse(3) schedule(static) if (parallel_worth(s))
-    for (int64_t b = 0; b < images; ++b) {
-      for (int64_t oh = 0; oh < s.h_out; ++oh) {
-        for (int64_t block = 0; block < blocks; ++block) {
+    for (int64_t block = 0; block < blocks; ++block) {
+      for (int64_t b = 0; b < images; ++b) {
+        for (int64_t oh = 0; oh < s.h_out; ++oh) {
           const T* row = padded + b * s.c_in * hp * wp + oh * s.stride_h * wp;
-          const int64_t lanes = std::min(kLanes, s.c_out - block * kLanes);
-          T out[kPixels][kLanes];
-          for (int64_t ow0 = 0; ow0 < s.w_out; ow0 += kPixels) {
-            const int pixels = int(std::min<int64_t>(kPixels, s.w_out - ow0));
-            product_of(pixels, taps, vecs + block * taps * kLanes, offsets, row + ow0 * s.stride_w,
+          const int64_t lanes = std::min(L, s.c_out - block * L);
+          T out[kPixels][L];
+          for (int64_t ow0 = 0; ow0 < s.w_out; ow0 += P) {
+            const int pixels = int(std::min<int64_t>(P, s.w_out - ow0));
+            product_of(pixels, taps, vecs + block * taps * L, offsets, row + ow0 * s.stride_w,
                        s.stride_w, out);
             for (int64_t l = 0; l < lanes; ++l) {
-              const int64_t co = block * kLanes + l;
+              const int64_t co = block * L + l;
               const T shift = bias ? bias[co] : T(0);
               T* dst = y + ((n0 + b) * s.c_out + co) * hw_out + oh * s.w_out + ow0;
               for (int p = 0; p < pixels; ++p) dst[p] = out[p][l] + shift;
@@ -243,11 +270,11 @@ void forward_typed(const Conv2dShape& s, const T* x, const T* weight, const T* b
   }
 }
 
-template <typename T>
+template <typename T, int64_t L>
 void backward_weight_typed(const Conv2dShape& s, const T* grad_y, const T* x, T* grad_weight,
                            T* grad_bias, void* workspace, size_t workspace_bytes) {
   const int64_t hp = s.h + 2 * s.pad_h, wp = s.w + 2 * s.pad_w, hw_out = s.h_out * s.w_out;
-  const int64_t taps = s.patch(), blocks = lane_blocks(s.c_out);
+  const int64_t taps = s.patch(), blocks = lane_blocks(s.c_out, L);
   std::fill(grad_weight, grad_weight + s.c_out * taps, T(0));
   if (grad_bias) {
     // A long sum per channel: accumulated in double, as the GEMM path does.
@@ -263,10 +290,12 @@ void backward_weight_typed(const Conv2dShape& s, const T* grad_y, const T* x, T*
   const int64_t chunk = images_per_chunk(s, ConvPass::backward_weight, sizeof(T), workspace_bytes);
   Carver carve(workspace, workspace_bytes);
   T* padded = carve.take<T>(chunk * s.c_in * hp * wp);
-  // vecs[block][pixel][lane] = grad_y[image, block * kLanes + lane, pixel], zero past c_out.
-  T* vecs = carve.take<T>(blocks * chunk * hw_out * kLanes);
+  // vecs[block][pixel][lane] = grad_y[image, block * L + lane, pixel], zero past c_out.
+  T* vecs = carve.take<T>(blocks * chunk * hw_out * L);
   int64_t* offsets = carve.take<int64_t>(chunk * hw_out);
-  const int64_t column_blocks = (s.kw + kPixels - 1) / kPixels;
+  constexpr int P = pixels_for<L>();
+  const int64_t column_blocks = (s.kw + P - 1) / P;
+  const int64_t tile = std::max<int64_t>(int64_t(kWeightTileBytes / (L * sizeof(T))), 1);
 
   for (int64_t n0 = 0; n0 < s.n; n0 += chunk) {
     const int64_t images = std::min(chunk, s.n - n0), pixels_total = images * hw_out;
@@ -280,32 +309,35 @@ void backward_weight_typed(const Conv2dShape& s, const T* grad_y, const T* x, T*
 #pragma omp parallel for collapse(2) schedule(static) if (parallel_worth(s))
     for (int64_t block = 0; block < blocks; ++block) {
       for (int64_t b = 0; b < images; ++b) {
-        T* dst = vecs + (block * pixels_total + b * hw_out) * kLanes;
-        for (int64_t l = 0; l < kLanes; ++l) {
-          const int64_t co = block * kLanes + l;
+        T* dst = vecs + (block * pixels_total + b * hw_out) * L;
+        for (int64_t l = 0; l < L; ++l) {
+          const int64_t co = block * L + l;
           if (co >= s.c_out) {
-            for (int64_t p = 0; p < hw_out; ++p) dst[p * kLanes + l] = T(0);
+            for (int64_t p = 0; p < hw_out; ++p) dst[p * L + l] = T(0);
             continue;
           }
           const T* plane = grad_y + ((n0 + b) * s.c_out + co) * hw_out;
-          for (int64_t p = 0; p < hw_out; ++p) dst[p * kLanes + l] = plane[p];
+          for (int64_t p = 0; p < hw_out; ++p) dst[p * L + l] = plane[p];
         }
       }
     }
+    for (int64_t t0 = 0; t0 < pixels_total; t0 += tile) {
+      const int64_t terms = std::min(tile, pixels_total - t0);
 #pragma omp parallel for collapse(4) schedule(static) if (parallel_worth(s))
-    for (int64_t block = 0; block < blocks; ++block) {
-      for (int64_t ci = 0; ci < s.c_in; ++ci) {
-        for (int64_t i = 0; i < s.kh; ++i) {
-          for (int64_t column_block = 0; column_block < column_blocks; ++column_block) {
-            const int64_t j0 = column_block * kPixels;
-            const int pixels = int(std::min<int64_t>(kPixels, s.kw - j0));
-            T out[kPixels][kLanes];
-            product_of(pixels, pixels_total, vecs + block * pixels_total * kLanes, offsets,
-                       padded + ci * hp * wp + i * s.dil_h * wp + j0 * s.dil_w, s.dil_w, out);
-            const int64_t lanes = std::min(kLanes, s.c_out - block * kLanes);
-            for (int64_t l = 0; l < lanes; ++l) {
-              T* dst = grad_weight + (block * kLanes + l) * taps + (ci * s.kh + i) * s.kw + j0;
-              for (int p = 0; p < pixels; ++p) dst[p] += out[p][l];
+      for (int64_t block = 0; block < blocks; ++block) {
+        for (int64_t ci = 0; ci < s.c_in; ++ci) {
+          for (int64_t i = 0; i < s.kh; ++i) {
+            for (int64_t column_block = 0; column_block < column_blocks; ++column_block) {
+              const int64_t j0 = column_block * P;
+              const int pixels = int(std::min<int64_t>(P, s.kw - j0));
+              T out[kPixels][L];
+              product_of(pixels, terms, vecs + (block * pixels_total + t0) * L, offsets + t0,
+                         padded + ci * hp * wp + i * s.dil_h * wp + j0 * s.dil_w, s.dil_w, out);
+              const int64_t lanes = std::min(L, s.c_out - block * L);
+              for (int64_t l = 0; l < lanes; ++l) {
+                T* dst = grad_weight + (block * L + l) * taps + (ci * s.kh + i) * s.kw + j0;
+                for (int p = 0; p < pixels; ++p) dst[p] += out[p][l];
+              }
             }
           }
         }
@@ -314,18 +346,19 @@ void backward_weight_typed(const Conv2dShape& s, const T* grad_y, const T* x, T*
   }
 }
 
-template <typename T>
+template <typename T, int64_t L>
 void backward_input_typed(const Conv2dShape& s, const T* grad_y, const T* weight, T* grad_x,
                           void* workspace, size_t workspace_bytes) {
   const Phases rows = phases_along(s.h, s.h_out, s.kh, s.stride_h, s.pad_h, s.dil_h);
   const Phases cols = phases_along(s.w, s.w_out, s.kw, s.stride_w, s.pad_w, s.dil_w);
   const int64_t hg = rows.extent, wg = cols.extent, hw_out = s.h_out * s.w_out;
   const int64_t terms = s.c_out * s.kh * s.kw, classes = s.stride_h * s.stride_w;
-  const int64_t blocks = lane_blocks(s.c_in);
+  const int64_t blocks = lane_blocks(s.c_in, L);
+  constexpr int P = pixels_for<L>();
   const int64_t chunk = images_per_chunk(s, ConvPass::backward_input, sizeof(T), workspace_bytes);
   Carver carve(workspace, workspace_bytes);
   // Terms grouped by phase class (rh, rw): class k's are [first[k], first[k + 1]).
-  T* vecs = carve.take<T>(blocks * terms * kLanes);
+  T* vecs = carve.take<T>(blocks * terms * L);
   int64_t* offsets = carve.take<int64_t>(terms);
   int64_t* first = carve.take<int64_t>(classes + 1);
   T* padded = carve.take<T>(chunk * s.c_out * hg * wg);
@@ -341,9 +374,9 @@ void backward_input_typed(const Conv2dShape& s, const T* grad_y, const T* weight
             offsets[term] = co * hg * wg + (rows.margin + rows.shift[size_t(i)]) * wg +
                             cols.margin + cols.shift[size_t(j)];
             for (int64_t block = 0; block < blocks; ++block)
-              for (int64_t l = 0; l < kLanes; ++l) {
-                const int64_t ci = block * kLanes + l;
-                vecs[(block * terms + term) * kLanes + l] =
+              for (int64_t l = 0; l < L; ++l) {
+                const int64_t ci = block * L + l;
+                vecs[(block * terms + term) * L + l] =
                     ci < s.c_in ? weight[((co * s.c_in + ci) * s.kh + i) * s.kw + j] : T(0);
               }
             ++term;
@@ -362,19 +395,19 @@ void backward_input_typed(const Conv2dShape& s, const T* grad_y, const T* weight
       for (int64_t ih = 0; ih < s.h; ++ih) {
         for (int64_t block = 0; block < blocks; ++block) {
           const int64_t rh = ih % s.stride_h, a = ih / s.stride_h;
-          const int64_t lanes = std::min(kLanes, s.c_in - block * kLanes);
-          T out[kPixels][kLanes];
+          const int64_t lanes = std::min(L, s.c_in - block * L);
+          T out[kPixels][L];
           for (int64_t rw = 0; rw < s.stride_w && rw < s.w; ++rw) {
             const int64_t k = rh * s.stride_w + rw,
                           count = (s.w - rw + s.stride_w - 1) / s.stride_w;
             const int64_t begin = first[k], class_terms = first[k + 1] - begin;
             const T* row = padded + b * s.c_out * hg * wg + a * wg;
-            for (int64_t c0 = 0; c0 < count; c0 += kPixels) {
-              const int pixels = int(std::min<int64_t>(kPixels, count - c0));
-              product_of(pixels, class_terms, vecs + (block * terms + begin) * kLanes,
-                         offsets + begin, row + c0, 1, out);
+            for (int64_t c0 = 0; c0 < count; c0 += P) {
+              const int pixels = int(std::min<int64_t>(P, count - c0));
+              product_of(pixels, class_terms, vecs + (block * terms + begin) * L, offsets + begin,
+                         row + c0, 1, out);
               for (int64_t l = 0; l < lanes; ++l) {
-                T* dst = grad_x + ((n0 + b) * s.c_in + block * kLanes + l) * s.h * s.w + ih * s.w;
+                T* dst = grad_x + ((n0 + b) * s.c_in + block * L + l) * s.h * s.w + ih * s.w;
                 for (int p = 0; p < pixels; ++p) dst[(c0 + p) * s.stride_w + rw] = out[p][l];
               }
             }
@@ -385,12 +418,34 @@ void backward_input_typed(const Conv2dShape& s, const T* grad_y, const T* weight
   }
 }
 
+// fn.template operator()<L>() at the lanes of `channels` lane channels.
+template <typename Fn>
+void with_lanes(int64_t channels, Fn&& fn) {
+  const int64_t lanes = lanes_for(channels);
+  if constexpr (kWidestLanes >= 32)
+    if (lanes == 32) return fn.template operator()<32>();
+  if constexpr (kWidestLanes >= 16)
+    if (lanes == 16) return fn.template operator()<16>();
+  fn.template operator()<8>();
+}
+
 }  // namespace
 
 bool suits(const Conv2dShape& s, ConvPass pass) {
   if (s.channels_last) return false;
-  return (pass == ConvPass::backward_input ? s.c_in : s.c_out) <=
-         cpu::direct_conv::kMaxLaneChannels;
+  switch (pass) {
+    case ConvPass::forward:
+      return true;
+    case ConvPass::backward_input:
+      // Fewer input channels than a vector leaves most lanes idle (a network's first layer,
+      // whose input gradient training never asks for).
+      return s.c_in >= cpu::direct_conv::kMinInputGradientChannels;
+    case ConvPass::backward_weight:
+      // The pixels held in registers are filter columns: a 3-wide filter fills 3 of 8 rows,
+      // and the GEMM over image columns does better.
+      return s.kw >= cpu::direct_conv::kMinWeightGradientColumns;
+  }
+  return false;
 }
 
 size_t workspace_bytes(DType dtype, const Conv2dShape& s, ConvPass pass) {
@@ -406,8 +461,11 @@ void forward(DType dtype, const Conv2dShape& s, const void* x, const void* weigh
   SONATA_NVTX_RANGE("sonata::cpu::conv2d_forward_direct");
   dispatch_f32_f64(dtype, "conv2d", [&]<typename T>() {
     if (s.n == 0 || s.h_out * s.w_out == 0) return;
-    forward_typed(s, static_cast<const T*>(x), static_cast<const T*>(weight),
-                  static_cast<const T*>(bias), static_cast<T*>(y), workspace, workspace_bytes);
+    with_lanes(s.c_out, [&]<int64_t L>() {
+      forward_typed<T, L>(s, static_cast<const T*>(x), static_cast<const T*>(weight),
+                          static_cast<const T*>(bias), static_cast<T*>(y), workspace,
+                          workspace_bytes);
+    });
   });
 }
 
@@ -421,8 +479,10 @@ void backward_input(DType dtype, const Conv2dShape& s, const void* grad_y, const
       std::fill(gx, gx + s.n * s.c_in * s.h * s.w, T(0));
       return;
     }
-    backward_input_typed(s, static_cast<const T*>(grad_y), static_cast<const T*>(weight), gx,
-                         workspace, workspace_bytes);
+    with_lanes(s.c_in, [&]<int64_t L>() {
+      backward_input_typed<T, L>(s, static_cast<const T*>(grad_y), static_cast<const T*>(weight),
+                                 gx, workspace, workspace_bytes);
+    });
   });
 }
 
@@ -437,8 +497,10 @@ void backward_weight(DType dtype, const Conv2dShape& s, const void* grad_y, cons
       if (gb) std::fill(gb, gb + s.c_out, T(0));
       return;
     }
-    backward_weight_typed(s, static_cast<const T*>(grad_y), static_cast<const T*>(x), gw, gb,
-                          workspace, workspace_bytes);
+    with_lanes(s.c_out, [&]<int64_t L>() {
+      backward_weight_typed<T, L>(s, static_cast<const T*>(grad_y), static_cast<const T*>(x), gw,
+                                  gb, workspace, workspace_bytes);
+    });
   });
 }
 

@@ -1,14 +1,17 @@
 #pragma once
-// Direct 2-D convolution on the CPU (NCHW, groups = 1, f32 and f64) for layers with few
-// channels on one side, such as DeepSpeech2's 8-channel front end. There im2col + GEMM is a
-// poor fit: the GEMM has only c_out rows, and the columns (1 848 rows per output pixel for
-// an 8 -> 8, 11x21 filter) are written and read back through memory that no cache holds.
+// Direct 2-D convolution on the CPU (NCHW, groups = 1, f32 and f64). im2col + GEMM writes
+// and reads back columns that no cache holds (1 848 rows per output pixel for an 8 -> 8,
+// 11x21 filter, 7 392 for DeepSpeech2's 32 -> 32 one) and gives each gathered element only
+// c_out multiply-adds; a direct pass reads the (padded) input in place.
 //
-// Every pass here is one register-blocked product: 8 channels in the vector lanes, up to 8
-// pixels along a row of the output (or of the filter, for the weight gradient) in
+// Every pass here is one register-blocked product, a batch-reduce GEMM microkernel in the
+// manner of LIBXSMM's and oneDNN's direct convolutions: 8, 16 or 32 channels in the vector
+// lanes (as wide as the capability's registers allow, 8 for layers of at most 8 channels),
+// up to 8 pixels along a row of the output (or of the filter, for the weight gradient) in
 // registers, and the sum running over a table of (weight vector, input offset) terms:
 //   forward          lanes: output channels; pixels: output columns; terms: (c_in, i, j)
-//   backward_weight  lanes: output channels; pixels: filter columns; terms: output pixels
+//   backward_weight  lanes: output channels; pixels: filter columns; terms: output pixels,
+//                    in tiles that stay in L2
 //   backward_input   lanes: input channels;  pixels: input columns of one stride phase;
 //                    terms: the (c_out, i, j) taps that reach that phase
 // The inputs are first copied into zero-padded planes so that no inner loop checks bounds.
@@ -20,9 +23,12 @@
 
 namespace sonata::kernels::cpu::direct_conv {
 
-// The lane dimension of `pass` (c_out, or c_in for the input gradient) is at most this
-// many channels: a wider layer fills a GEMM's rows well enough.
-constexpr int64_t kMaxLaneChannels = 16;
+// Where the direct passes beat im2col + GEMM (measured with bench_models --layers on the
+// DeepSpeech2 and VGG19_BN layers, bench/RESULTS.md): the forward pass always; the input
+// gradient from this many input channels (its lanes); the weight gradient for filters at
+// least this many columns wide (its register rows).
+constexpr int64_t kMinInputGradientChannels = 8;
+constexpr int64_t kMinWeightGradientColumns = 4;
 
 bool suits(const Conv2dShape& shape, ConvPass pass);
 

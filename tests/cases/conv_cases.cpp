@@ -33,8 +33,7 @@ const std::vector<ConvCase>& conv_cases() {
        true},
       {"DeepSpeech2 21x11", {1, 8, 11, 30}, {8, 8, 21, 11}, {{2, 1}, {10, 5}, {1, 1}}, true, true},
       {"1x1 without bias, 8 channels", {2, 8, 5, 5}, {16, 8, 1, 1}, {}, false},
-      // Past the direct kernels' 16 lane channels (the CPU takes im2col + GEMM), and 20
-      // output channels: two lane blocks of 8 and a partial one.
+      // 20 lane channels: a partial block of 32 lanes (AVX-512), of 16 (AVX2) or of 8.
       {"3x3, 20 output channels", {1, 3, 5, 5}, {20, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}}, true},
       {"3x3 stride 2, 20 input channels",
        {1, 20, 5, 4},
@@ -56,6 +55,22 @@ const std::vector<ConvCase>& conv_cases() {
        {2, 8, 16, 20},
        {16, 8, 3, 3},
        {{1, 1}, {0, 0}, {2, 2}},
+       true,
+       true},
+      // DeepSpeech2's second layer (11x21, stride (1, 2)) with 36 output and 18 input
+      // channels: full and partial blocks of lanes at every width.
+      {"DeepSpeech2 11x21 stride (1, 2), 18 -> 36 channels",
+       {1, 18, 4, 16},
+       {36, 18, 11, 21},
+       {{1, 2}, {5, 10}, {1, 1}},
+       true,
+       true},
+      // 2 116 output pixels: the direct weight gradient runs over several tiles of them at
+      // every lane width (kernels/cpu/conv_direct.cpp's kWeightTileBytes).
+      {"5 columns wide over 46x46 pixels",
+       {1, 3, 46, 46},
+       {10, 3, 3, 5},
+       {{1, 1}, {1, 2}, {1, 1}},
        true,
        true},
       {"stride 3 wider than the kernel",
