@@ -5,7 +5,7 @@
 //   many small ones;
 // - a direct convolution (kernels/cpu/conv_direct.h): every forward pass, the input
 //   gradient of 8 or more input channels, the weight gradient of filters 4 or more columns
-//   wide (DeepSpeech2's 11x41 and 11x21, not VGG's 3x3).
+//   wide or of 8 or more input channels (all but a network's first 3x3 layer).
 // `automatic` picks the direct one where it suits; tests name each algorithm explicitly.
 //
 // Every pass works in a caller-provided workspace of conv2d_workspace_bytes(pass) bytes

@@ -270,6 +270,12 @@ void forward_typed(const Conv2dShape& s, const T* x, const T* weight, const T* b
   }
 }
 
+// The weight gradient's register rows: input channels where the filter has fewer columns
+// than a product's pixels (VGG's 3x3) and there are more channels than columns.
+bool weight_rows_are_channels(const Conv2dShape& s, int pixels) {
+  return s.kw < pixels && s.c_in > s.kw;
+}
+
 template <typename T, int64_t L>
 void backward_weight_typed(const Conv2dShape& s, const T* grad_y, const T* x, T* grad_weight,
                            T* grad_bias, void* workspace, size_t workspace_bytes) {
@@ -294,7 +300,16 @@ void backward_weight_typed(const Conv2dShape& s, const T* grad_y, const T* x, T*
   T* vecs = carve.take<T>(blocks * chunk * hw_out * L);
   int64_t* offsets = carve.take<int64_t>(chunk * hw_out);
   constexpr int P = pixels_for<L>();
-  const int64_t column_blocks = (s.kw + P - 1) / P;
+  // The register rows are filter columns when the filter is wide enough to fill them
+  // (DeepSpeech2's 11x21), else input channels (VGG's 3x3): an axis of the padded input and
+  // of grad_weight, with its stride in each.
+  struct Axis {
+    int64_t count, input_stride, weight_stride;
+  };
+  const Axis columns{s.kw, s.dil_w, 1}, channels{s.c_in, hp * wp, s.kh * s.kw};
+  const bool channel_rows = weight_rows_are_channels(s, P);
+  const Axis rows = channel_rows ? channels : columns, across = channel_rows ? columns : channels;
+  const int64_t row_blocks = (rows.count + P - 1) / P;
   const int64_t tile = std::max<int64_t>(int64_t(kWeightTileBytes / (L * sizeof(T))), 1);
 
   for (int64_t n0 = 0; n0 < s.n; n0 += chunk) {
@@ -325,18 +340,21 @@ void backward_weight_typed(const Conv2dShape& s, const T* grad_y, const T* x, T*
       const int64_t terms = std::min(tile, pixels_total - t0);
 #pragma omp parallel for collapse(4) schedule(static) if (parallel_worth(s))
       for (int64_t block = 0; block < blocks; ++block) {
-        for (int64_t ci = 0; ci < s.c_in; ++ci) {
+        for (int64_t o = 0; o < across.count; ++o) {
           for (int64_t i = 0; i < s.kh; ++i) {
-            for (int64_t column_block = 0; column_block < column_blocks; ++column_block) {
-              const int64_t j0 = column_block * P;
-              const int pixels = int(std::min<int64_t>(P, s.kw - j0));
+            for (int64_t row_block = 0; row_block < row_blocks; ++row_block) {
+              const int64_t r0 = row_block * P;
+              const int pixels = int(std::min<int64_t>(P, rows.count - r0));
               T out[kPixels][L];
-              product_of(pixels, terms, vecs + (block * pixels_total + t0) * L, offsets + t0,
-                         padded + ci * hp * wp + i * s.dil_h * wp + j0 * s.dil_w, s.dil_w, out);
+              product_of(
+                  pixels, terms, vecs + (block * pixels_total + t0) * L, offsets + t0,
+                  padded + o * across.input_stride + r0 * rows.input_stride + i * s.dil_h * wp,
+                  rows.input_stride, out);
               const int64_t lanes = std::min(L, s.c_out - block * L);
               for (int64_t l = 0; l < lanes; ++l) {
-                T* dst = grad_weight + (block * L + l) * taps + (ci * s.kh + i) * s.kw + j0;
-                for (int p = 0; p < pixels; ++p) dst[p] += out[p][l];
+                T* dst = grad_weight + (block * L + l) * taps + i * s.kw +
+                         o * across.weight_stride + r0 * rows.weight_stride;
+                for (int p = 0; p < pixels; ++p) dst[p * rows.weight_stride] += out[p][l];
               }
             }
           }
@@ -441,9 +459,10 @@ bool suits(const Conv2dShape& s, ConvPass pass) {
       // whose input gradient training never asks for).
       return s.c_in >= cpu::direct_conv::kMinInputGradientChannels;
     case ConvPass::backward_weight:
-      // The pixels held in registers are filter columns: a 3-wide filter fills 3 of 8 rows,
-      // and the GEMM over image columns does better.
-      return s.kw >= cpu::direct_conv::kMinWeightGradientColumns;
+      // The rows held in registers are filter columns or input channels: a 3x3 filter over
+      // one input channel fills 3 of 8, and the GEMM over image columns does better.
+      return s.kw >= cpu::direct_conv::kMinWeightGradientRows ||
+             s.c_in >= cpu::direct_conv::kMinWeightGradientRows * 2;
   }
   return false;
 }

@@ -10,8 +10,9 @@
 // up to 8 pixels along a row of the output (or of the filter, for the weight gradient) in
 // registers, and the sum running over a table of (weight vector, input offset) terms:
 //   forward          lanes: output channels; pixels: output columns; terms: (c_in, i, j)
-//   backward_weight  lanes: output channels; pixels: filter columns; terms: output pixels,
-//                    in tiles that stay in L2
+//   backward_weight  lanes: output channels; pixels: filter columns (or input channels,
+//                    for filters narrower than the pixels); terms: output pixels, in
+//                    tiles that stay in L2
 //   backward_input   lanes: input channels;  pixels: input columns of one stride phase;
 //                    terms: the (c_out, i, j) taps that reach that phase
 // The inputs are first copied into zero-padded planes so that no inner loop checks bounds.
@@ -26,9 +27,9 @@ namespace sonata::kernels::cpu::direct_conv {
 // Where the direct passes beat im2col + GEMM (measured with bench_models --layers on the
 // DeepSpeech2 and VGG19_BN layers, bench/RESULTS.md): the forward pass always; the input
 // gradient from this many input channels (its lanes); the weight gradient for filters at
-// least this many columns wide (its register rows).
+// least this many columns wide or twice as many input channels (its register rows).
 constexpr int64_t kMinInputGradientChannels = 8;
-constexpr int64_t kMinWeightGradientColumns = 4;
+constexpr int64_t kMinWeightGradientRows = 4;
 
 bool suits(const Conv2dShape& shape, ConvPass pass);
 

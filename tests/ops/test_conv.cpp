@@ -231,6 +231,11 @@ TEST_CASE("conv2d's automatic CPU algorithm follows the lanes and the filter wid
   // lanes are its 3 input channels.
   CHECK(conv2d_algorithm(vgg, ConvPass::backward_weight) == CpuConvAlgorithm::im2col_gemm);
   CHECK(conv2d_algorithm(vgg, ConvPass::backward_input) == CpuConvAlgorithm::im2col_gemm);
+  // Deeper, 64 input channels fill the weight gradient's rows and the input gradient's lanes.
+  const kernels::Conv2dShape vgg_deeper =
+      kernel_shape({8, 64, 64, 64}, {64, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}});
+  CHECK(conv2d_algorithm(vgg_deeper, ConvPass::backward_weight) == CpuConvAlgorithm::direct);
+  CHECK(conv2d_algorithm(vgg_deeper, ConvPass::backward_input) == CpuConvAlgorithm::direct);
   kernels::Conv2dShape channels_last = ds2;
   channels_last.channels_last = true;
   CHECK(conv2d_algorithm(channels_last, ConvPass::forward) == CpuConvAlgorithm::im2col_gemm);
