@@ -52,6 +52,14 @@ constexpr int pixels_for() {
   return (SONATA_CPU_CAPABILITY == 1 && L == 16) ? 6 : kPixels;
 }
 
+// The pixels of each product along a run of `count`: as few products as P allows, as even
+// as they can be (8 pixels at P = 6 run as 4 + 4, not 6 + 2, whose 2 would pay a whole
+// term's loads for two rows of FMAs).
+int64_t even_step(int64_t count, int pixels) {
+  const int64_t products = (count + pixels - 1) / pixels;
+  return products == 0 ? pixels : (count + products - 1) / products;
+}
+
 size_t aligned(size_t bytes) {
   return (bytes + kAlign - 1) / kAlign * kAlign;
 }
@@ -65,16 +73,18 @@ int64_t floor_mod(int64_t value, int64_t modulus) {
 
 // out[p][l] = sum_t vecs[t][l] * in[offsets[t] + p * pixel_stride] for p < P: the one loop
 // every pass runs. P * L sums live in registers; each term costs L / width vector loads and
-// P broadcasts.
-template <typename T, int64_t L, int P>
+// P broadcasts. A pixel stride known at compile time (S, 0 for any) puts the broadcasts'
+// offsets in their instructions instead of an add each, which AVX2's short terms notice.
+template <typename T, int64_t L, int P, int64_t S>
 void product(int64_t terms, const T* vecs, const int64_t* offsets, const T* in,
              int64_t pixel_stride, T (&out)[kPixels][L]) {
+  const int64_t stride = S != 0 ? S : pixel_stride;
   T sums[P][L] = {};
   for (int64_t t = 0; t < terms; ++t) {
     const T* vec = vecs + t * L;
     const T* src = in + offsets[t];
     for (int p = 0; p < P; ++p) {
-      const T value = src[p * pixel_stride];
+      const T value = src[p * stride];
 #pragma omp simd
       for (int64_t l = 0; l < L; ++l) sums[p][l] += value * vec[l];
     }
@@ -83,7 +93,8 @@ void product(int64_t terms, const T* vecs, const int64_t* offsets, const T* in,
     for (int64_t l = 0; l < L; ++l) out[p][l] = sums[p][l];
 }
 
-// product() for a run-time pixel count of at most pixels_for<L>(): one instantiation each.
+// product() for a run-time pixel count of at most pixels_for<L>(): one instantiation each,
+// for pixel strides 1, 2 and any.
 template <typename T, int64_t L, int P = pixels_for<L>()>
 void product_of(int pixels, int64_t terms, const T* vecs, const int64_t* offsets, const T* in,
                 int64_t pixel_stride, T (&out)[kPixels][L]) {
@@ -91,7 +102,9 @@ void product_of(int pixels, int64_t terms, const T* vecs, const int64_t* offsets
     if (pixels < P)
       return product_of<T, L, P - 1>(pixels, terms, vecs, offsets, in, pixel_stride, out);
   }
-  product<T, L, P>(terms, vecs, offsets, in, pixel_stride, out);
+  if (pixel_stride == 1) return product<T, L, P, 1>(terms, vecs, offsets, in, 1, out);
+  if (pixel_stride == 2) return product<T, L, P, 2>(terms, vecs, offsets, in, 2, out);
+  product<T, L, P, 0>(terms, vecs, offsets, in, pixel_stride, out);
 }
 
 // planes [count][h][w] into [count][rows][cols] with the data at (top, left), zero elsewhere.
@@ -246,6 +259,7 @@ void forward_typed(const Conv2dShape& s, const T* x, const T* weight, const T* b
     pad_planes(x + n0 * s.c_in * s.h * s.w, images * s.c_in, s.h, s.w, s.pad_h, s.pad_w, hp, wp,
                padded);
     // The block outermost: a thread's rows share one block's weight vectors in its cache.
+    const int64_t step = even_step(s.w_out, P);
 #pragma omp parallel for collapse(3) schedule(static) if (parallel_worth(s))
     for (int64_t block = 0; block < blocks; ++block) {
       for (int64_t b = 0; b < images; ++b) {
@@ -253,8 +267,8 @@ void forward_typed(const Conv2dShape& s, const T* x, const T* weight, const T* b
           const T* row = padded + b * s.c_in * hp * wp + oh * s.stride_h * wp;
           const int64_t lanes = std::min(L, s.c_out - block * L);
           T out[kPixels][L];
-          for (int64_t ow0 = 0; ow0 < s.w_out; ow0 += P) {
-            const int pixels = int(std::min<int64_t>(P, s.w_out - ow0));
+          for (int64_t ow0 = 0; ow0 < s.w_out; ow0 += step) {
+            const int pixels = int(std::min(step, s.w_out - ow0));
             product_of(pixels, taps, vecs + block * taps * L, offsets, row + ow0 * s.stride_w,
                        s.stride_w, out);
             for (int64_t l = 0; l < lanes; ++l) {
@@ -309,7 +323,7 @@ void backward_weight_typed(const Conv2dShape& s, const T* grad_y, const T* x, T*
   const Axis columns{s.kw, s.dil_w, 1}, channels{s.c_in, hp * wp, s.kh * s.kw};
   const bool channel_rows = weight_rows_are_channels(s, P);
   const Axis rows = channel_rows ? channels : columns, across = channel_rows ? columns : channels;
-  const int64_t row_blocks = (rows.count + P - 1) / P;
+  const int64_t step = even_step(rows.count, P), row_blocks = (rows.count + step - 1) / step;
   const int64_t tile = std::max<int64_t>(int64_t(kWeightTileBytes / (L * sizeof(T))), 1);
 
   for (int64_t n0 = 0; n0 < s.n; n0 += chunk) {
@@ -343,8 +357,8 @@ void backward_weight_typed(const Conv2dShape& s, const T* grad_y, const T* x, T*
         for (int64_t o = 0; o < across.count; ++o) {
           for (int64_t i = 0; i < s.kh; ++i) {
             for (int64_t row_block = 0; row_block < row_blocks; ++row_block) {
-              const int64_t r0 = row_block * P;
-              const int pixels = int(std::min<int64_t>(P, rows.count - r0));
+              const int64_t r0 = row_block * step;
+              const int pixels = int(std::min(step, rows.count - r0));
               T out[kPixels][L];
               product_of(
                   pixels, terms, vecs + (block * pixels_total + t0) * L, offsets + t0,
@@ -408,10 +422,11 @@ void backward_input_typed(const Conv2dShape& s, const T* grad_y, const T* weight
     const int64_t images = std::min(chunk, s.n - n0);
     pad_planes(grad_y + n0 * s.c_out * hw_out, images * s.c_out, s.h_out, s.w_out, rows.margin,
                cols.margin, hg, wg, padded);
+    // The block outermost, as in the forward pass.
 #pragma omp parallel for collapse(3) schedule(static) if (parallel_worth(s))
-    for (int64_t b = 0; b < images; ++b) {
-      for (int64_t ih = 0; ih < s.h; ++ih) {
-        for (int64_t block = 0; block < blocks; ++block) {
+    for (int64_t block = 0; block < blocks; ++block) {
+      for (int64_t b = 0; b < images; ++b) {
+        for (int64_t ih = 0; ih < s.h; ++ih) {
           const int64_t rh = ih % s.stride_h, a = ih / s.stride_h;
           const int64_t lanes = std::min(L, s.c_in - block * L);
           T out[kPixels][L];
@@ -420,8 +435,9 @@ void backward_input_typed(const Conv2dShape& s, const T* grad_y, const T* weight
                           count = (s.w - rw + s.stride_w - 1) / s.stride_w;
             const int64_t begin = first[k], class_terms = first[k + 1] - begin;
             const T* row = padded + b * s.c_out * hg * wg + a * wg;
-            for (int64_t c0 = 0; c0 < count; c0 += P) {
-              const int pixels = int(std::min<int64_t>(P, count - c0));
+            const int64_t step = even_step(count, P);
+            for (int64_t c0 = 0; c0 < count; c0 += step) {
+              const int pixels = int(std::min(step, count - c0));
               product_of(pixels, class_terms, vecs + (block * terms + begin) * L, offsets + begin,
                          row + c0, 1, out);
               for (int64_t l = 0; l < lanes; ++l) {
