@@ -1,7 +1,8 @@
 // What the trainer command prints when it stops on an error: one line, "trainer: <cause>",
 // with no blank line before it and no source location (unless --verbose); under mpiexec the
 // cause is printed once, not once per rank, whether it came before MPI started (a bad option
-// combination) or after (a missing manifest).
+// combination) or after (a missing manifest). And, seen through the same runs, when it
+// executes itself again with spinning OpenMP threads (tools/trainer/spinning_threads.h).
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tests/comm/comm_group.h"
@@ -28,9 +30,13 @@ struct Run {
   std::string output;  // stdout and stderr together
 };
 
+// Environment variables to set in the child (a null value: to unset).
+using Environment = std::vector<std::pair<std::string, const char*>>;
+
 // Runs `arguments` (a program and its arguments) with its output in a file; kills its process
 // group if it has not ended after `deadline_s`, so that the test can fail but never hang.
-Run run_command(const std::vector<std::string>& arguments, double deadline_s) {
+Run run_command(const std::vector<std::string>& arguments, double deadline_s,
+                const Environment& environment = {}) {
   char log_path[] = "/tmp/sonata_trainer_errors_XXXXXX";
   const int log = mkstemp(log_path);
   REQUIRE(log >= 0);
@@ -43,6 +49,8 @@ Run run_command(const std::vector<std::string>& arguments, double deadline_s) {
     setpgid(0, 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    for (const auto& [name, value] : environment)
+      value != nullptr ? setenv(name.c_str(), value, 1) : unsetenv(name.c_str());
     dup2(log, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
     execv(argv[0], argv.data());
@@ -152,4 +160,30 @@ TEST_CASE("trainer errors under mpiexec: the cause once, before and after MPI st
   CHECK(refused.exit_code != 0);
   CHECK(refused.exit_code != -1);
   CHECK(count(refused.output, "--resume auto needs --checkpoint-dir") == 1);
+}
+
+TEST_CASE("trainer: CPU training alone respawns with spinning OpenMP threads, nothing else does",
+          "[comm][trainer]") {
+  if (comm_group().world_size() > 1) return;  // the processes are started here
+  const std::string spinning = "OpenMP threads spin between parallel regions";
+  const std::vector<std::string> cpu = {"--model",  "ds2", "--train",  kMissing,
+                                        "--device", "cpu", "--verbose"};
+  const Run alone = run_command(trainer(cpu), 60, {{"OMP_WAIT_POLICY", nullptr}});
+  INFO(alone.output);
+  CHECK(alone.exit_code == 1);
+  CHECK(count(alone.output, spinning) == 1);
+  CHECK(count(alone.output, kMissing) == 1);  // the run went on to the manifest, once
+
+  // The user's policy stands.
+  const Run passive = run_command(trainer(cpu), 60, {{"OMP_WAIT_POLICY", "passive"}});
+  INFO(passive.output);
+  CHECK(passive.exit_code == 1);
+  CHECK(count(passive.output, spinning) == 0);
+
+  // Ranks may share cores: no rank spins.
+  const Run ranks = run_command(under_mpiexec(trainer(cpu)), 120, {{"OMP_WAIT_POLICY", nullptr}});
+  INFO(ranks.output);
+  CHECK(ranks.exit_code != 0);
+  CHECK(count(ranks.output, kMissing) >= 1);
+  CHECK(count(ranks.output, spinning) == 0);
 }

@@ -1,0 +1,17 @@
+#pragma once
+// CPU training in one process: OpenMP's threads spin between parallel regions instead of
+// sleeping. A training step runs hundreds of small regions (DeepSpeech2's LSTM steps, batch
+// norm, the optimizer); under libgomp's default policy a worker sleeps after a short spin and
+// every region then pays for waking it, which on the speech demo costs a fifth of the run
+// (bench/RESULTS.md, 2026-12-07). libgomp reads OMP_WAIT_POLICY once, before main, so the
+// trainer sets it and executes itself again. It does not when the user set the policy, under a
+// launcher (ranks may share cores, and a spinning thread takes a core from its neighbour), or
+// on a GPU (the host threads mostly wait for the device there).
+namespace sonata::trainer {
+
+// Re-executes this program with OMP_WAIT_POLICY=active when `cpu_training_alone` and the
+// policy is unset; returns (leaving the policy as it is) when it need not or cannot. In the
+// re-executed process it returns true, and with `verbose` says so in one line.
+bool spin_openmp_threads(char** argv, bool cpu_training_alone, bool verbose);
+
+}  // namespace sonata::trainer
