@@ -16,8 +16,10 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "base/spinning_threads.h"
 #include "bench/bench_work.h"
 #include "bench/fma_peak.h"
+#include "comm/bootstrap.h"
 #include "engine/allocator.h"
 #include "kernels/cpu/capability.h"
 #include "kernels/cpu/gemm.h"
@@ -54,6 +56,9 @@ int main(int argc, char** argv) {
   try {
     SONATA_CHECK(options.steps > 0, "bench_models: --steps must be positive");
     options.device = Device::parse(device_name);
+    // The trainer's step on the CPU runs with spinning OpenMP threads; so does its benchmark.
+    spin_openmp_threads("bench_models", argv,
+                        options.device.is_cpu() && detect_launch().launcher.empty(), false);
     SONATA_CHECK(peak == "full" || peak == "quick" || peak == "off", "bench_models: --peak '", peak,
                  "' is not full, quick or off");
     // The convolution works' figures are read against the peak (the mel and CTC ones are
@@ -86,6 +91,8 @@ int main(int argc, char** argv) {
         options.device.is_cuda() ? cuda_memory_stats(options.device.index) : cpu_memory_stats();
     std::printf(", \"peak_mem_mib\": %.1f", double(memory.peak_allocated_bytes) / (1 << 20));
     if (options.device.is_cpu()) std::printf(", \"blas\": \"%s\"", kernels::cpu::blas_core_name());
+    if (options.device.is_cpu())
+      std::printf(", \"omp_wait_policy\": \"%s\"", openmp_wait_policy().c_str());
     std::printf(", \"cpu_capability\": \"%s\", \"peer\": \"sonata\"}\n",
                 kernels::cpu::capability_name());
   } catch (const std::exception& error) {

@@ -15,12 +15,12 @@
 #include "base/error.h"
 #include "base/error_text.h"
 #include "base/math_mode.h"
+#include "base/spinning_threads.h"
 #include "comm/bootstrap.h"
 #include "engine/allocator.h"
 #include "engine/cuda_versions.h"
 #include "engine/device.h"
 #include "engine/random.h"
-#include "tools/trainer/spinning_threads.h"
 #include "train/metric_text.h"
 #include "train/tasks/make_task.h"
 #include "train/train_loop.h"
@@ -93,11 +93,11 @@ int main(int argc, char** argv) {
     const sonata::CudaVersions cuda = sonata::cuda_versions();
     const std::string too_old = sonata::driver_too_old(cuda);
     if (!too_old.empty() && options.device != "cpu") throw sonata::Error(too_old);
-    // Before any OpenMP region: this may execute the trainer again (spinning_threads.h).
+    // Before any OpenMP region: this may execute the trainer again (base/spinning_threads.h).
     const bool on_cpu =
         options.device == "cpu" || (options.device == "auto" && sonata::cuda_device_count() == 0);
     const sonata::Launch launch = sonata::detect_launch();
-    sonata::trainer::spin_openmp_threads(argv, on_cpu && launch.launcher.empty(), verbose);
+    sonata::spin_openmp_threads("trainer", argv, on_cpu && launch.launcher.empty(), verbose);
     // Under mpirun / srun: one process per device, data parallel; otherwise world size 1
     // and MPI untouched. CUDA ranks train on cuda:<local rank>.
     std::shared_ptr<sonata::ProcessGroup> group =

@@ -1,4 +1,4 @@
-#include "tools/trainer/spinning_threads.h"
+#include "base/spinning_threads.h"
 
 #include <unistd.h>
 
@@ -6,23 +6,24 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace sonata::trainer {
+namespace sonata {
 namespace {
 
 // Set in the environment of the re-executed trainer only, so that it knows it was.
-constexpr const char* kRespawned = "SONATA_TRAINER_SPINNING_THREADS";
+constexpr const char* kRespawned = "SONATA_SPINNING_THREADS_RESPAWNED";
 
 }  // namespace
 
-bool spin_openmp_threads(char** argv, bool cpu_training_alone, bool verbose) {
+bool spin_openmp_threads(const char* program, char** argv, bool cpu_training_alone, bool verbose) {
   const char* respawned = std::getenv(kRespawned);
   if (respawned != nullptr) {
     // Programs this trainer starts are not re-executed ones.
     unsetenv(kRespawned);
     if (verbose)
       std::printf(
-          "trainer: OpenMP threads spin between parallel regions (OMP_WAIT_POLICY=active, set "
-          "for CPU training in one process; set OMP_WAIT_POLICY to choose)\n");
+          "%s: OpenMP threads spin between parallel regions (OMP_WAIT_POLICY=active, set "
+          "for CPU training in one process; set OMP_WAIT_POLICY to choose)\n",
+          program);
     return true;
   }
   if (!cpu_training_alone || std::getenv("OMP_WAIT_POLICY") != nullptr) return false;
@@ -36,4 +37,9 @@ bool spin_openmp_threads(char** argv, bool cpu_training_alone, bool verbose) {
   return false;
 }
 
-}  // namespace sonata::trainer
+std::string openmp_wait_policy() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  return policy != nullptr ? policy : "default";
+}
+
+}  // namespace sonata
