@@ -59,6 +59,15 @@ for room in "${!room_forbids[@]}"; do
                --include='*.h' --include='*.cpp' || true)
   done
 done
+# A task is told its narrow options (train/tasks/task_options.h), never the whole run's: no
+# header of the tasks' room includes TrainerOptions' header (task_options.cpp fills the
+# narrow structs from it, make_task.cpp hands them over).
+run_options_header="train/trainer_options.h"
+while IFS= read -r hit; do
+  echo "${hit#"$root"/}: a task's header may not include $run_options_header (give the task its narrow options, train/tasks/task_options.h)"
+  bad=1
+done < <(grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]+\"$run_options_header\"" \
+           "$root/train/tasks" --include='*.h' || true)
 # A mode is read into its enum once, in the option table (train/option_modes.h, Choice), and
 # compared as an enum everywhere else: no word of an option compared to a quoted string where
 # the trainer's options are used (train/, the trainer command, the inference tools reading
