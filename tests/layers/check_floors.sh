@@ -46,7 +46,7 @@ for floor in "${!allowed[@]}"; do
 done
 # Rooms of train/ that may not include one another: the pipeline is a training strategy
 # (train/pipeline/ includes train/strategy/), so the strategies' room never includes the
-# pipeline's; train/strategy_choice.cpp, above both, builds either.
+# pipeline's; train/setup/strategy_choice.cpp, above both, builds either.
 declare -A room_forbids=(
   [train/strategy]="train/pipeline"
 )

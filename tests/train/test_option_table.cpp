@@ -13,7 +13,7 @@
 #include "tests/support/audio_files.h"
 #include "tests/train/trainer_test_util.h"
 #include "train/option_table.h"
-#include "train/resume_changes.h"
+#include "train/state/resume_changes.h"
 #include "train/trainer_options.h"
 
 using namespace sonata;

@@ -21,7 +21,7 @@
 #include "engine/cuda_versions.h"
 #include "engine/device.h"
 #include "engine/random.h"
-#include "train/metric_text.h"
+#include "train/loop/metric_text.h"
 #include "train/tasks/make_task.h"
 #include "train/train_loop.h"
 

@@ -10,7 +10,7 @@
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
 #include "models/registry.h"
-#include "train/precision.h"
+#include "train/setup/precision.h"
 
 namespace sonata {
 namespace {

@@ -16,7 +16,7 @@
 #include "models/ctc_decode.h"
 #include "models/registry.h"
 #include "models/speech_training_loss.h"
-#include "train/precision.h"
+#include "train/setup/precision.h"
 #include "train/tasks/ctc_reachability.h"
 
 namespace sonata {

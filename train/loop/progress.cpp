@@ -1,4 +1,4 @@
-#include "train/progress.h"
+#include "train/loop/progress.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "train/run_folder.h"
+#include "train/state/run_folder.h"
 
 #include <algorithm>
 #include <cstdio>

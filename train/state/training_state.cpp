@@ -1,11 +1,11 @@
-#include "train/training_state.h"
+#include "train/state/training_state.h"
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "engine/nn/state_dict.h"
 #include "engine/random.h"
-#include "train/resume_changes.h"
+#include "train/state/resume_changes.h"
 
 namespace sonata {
 namespace {
