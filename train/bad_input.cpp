@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "base/error_text.h"
+#include "train/trainer_options.h"
 
 namespace sonata {
 namespace {

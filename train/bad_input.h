@@ -7,9 +7,10 @@
 
 #include "data/manifest/input_policy.h"
 #include "train/task.h"
-#include "train/trainer_options.h"
 
 namespace sonata {
+
+struct TrainerOptions;
 
 // --bad-input and --max-duration (its default: kSpeechMaxDuration for ds2, none for
 // vgg19_bn, whose tracks are cut into slices).

@@ -4,39 +4,30 @@
 // its spelling table (option_modes.h), so that the code compares enums, never words. A word
 // outside the table is kept as written, for TrainerOptions::check's refusal in the user's
 // words; value() of such a choice is a bug (check() runs first).
+#include <optional>
 #include <ostream>
-#include <span>
 #include <string>
 #include <string_view>
 
 #include "base/error.h"
+#include "base/mode_words.h"
 
 namespace sonata {
 
 template <class Mode>
-struct Spelling {
-  Mode mode;
-  const char* word;
-};
-
-// Each mode's words, in --help's order; specialised beside the enum (option_modes.h).
-template <class Mode>
-std::span<const Spelling<Mode>> spellings();
-
-template <class Mode>
 class Choice {
  public:
-  Choice(Mode mode) : mode_(mode), word_(word_of(mode)) {}  // NOLINT: a default is a mode
-  Choice(const char* word) { *this = std::string(word); }   // NOLINT: as the user writes it
-  Choice(const std::string& word) { *this = word; }         // NOLINT
+  Choice(Mode mode) : mode_(mode), word_(word_of_mode(mode)) {}  // NOLINT: a default is a mode
+  Choice(const char* word) { *this = std::string(word); }        // NOLINT: as the user writes it
+  Choice(const std::string& word) { *this = word; }              // NOLINT
 
   Choice& operator=(const char* word) { return *this = std::string(word); }
   // CLI11 and config files assign the word as written.
   Choice& operator=(const std::string& word) {
     word_ = word;
-    known_ = false;
-    for (const Spelling<Mode>& spelling : spellings<Mode>())
-      if (word == spelling.word) mode_ = spelling.mode, known_ = true;
+    const std::optional<Mode> mode = mode_of_word<Mode>(word);
+    known_ = mode.has_value();
+    if (known_) mode_ = *mode;
     return *this;
   }
 
@@ -51,21 +42,9 @@ class Choice {
   bool operator==(std::string_view word) const { return word_ == word; }
 
   // "fp32, fp16 or bf16": the words a refusal offers.
-  static std::string words() {
-    const auto all = spellings<Mode>();
-    std::string text;
-    for (size_t i = 0; i < all.size(); ++i)
-      text += std::string(i == 0 ? "" : i + 1 == all.size() ? " or " : ", ") + all[i].word;
-    return text;
-  }
+  static std::string words() { return mode_words<Mode>(); }
 
  private:
-  static const char* word_of(Mode mode) {
-    for (const Spelling<Mode>& spelling : spellings<Mode>())
-      if (spelling.mode == mode) return spelling.word;
-    return "?";
-  }
-
   Mode mode_{};
   std::string word_;
   bool known_ = true;

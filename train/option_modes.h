@@ -5,6 +5,10 @@
 // checkpoints and config files load).
 #include <span>
 
+#include "base/math_mode.h"
+#include "comm/pipeline/schedule.h"
+#include "data/features/image_features.h"
+#include "engine/optim/lr_schedule.h"
 #include "train/option_choice.h"
 
 namespace sonata {
@@ -19,14 +23,13 @@ enum class CommDtype { same, fp16, bf16 };                    // --ddp-comm-dtyp
 // --pipeline-balance (and bench_parallel --balance): by parameter bytes, or by each layer's
 // measured forward and backward time.
 enum class PipelineBalance { bytes, time };
-enum class ImageFeatures { mel, cqt };  // --features (classification)
-
-#define SONATA_SPELLINGS(Mode, ...)                           \
-  template <>                                                 \
-  inline std::span<const Spelling<Mode>> spellings<Mode>() {  \
-    static constexpr Spelling<Mode> kWords[] = {__VA_ARGS__}; \
-    return kWords;                                            \
-  }
+// --progress; off is no word of the user's: a rank that does not speak for the run.
+enum class ProgressMode { automatic, bar, lines, none, off };
+// The lower floors' own enums, read from the trainer's words here: --tf32 (Tf32Mode,
+// base/math_mode.h), --lr-scaling (LrScalingRule, engine/optim/lr_schedule.h),
+// --pipeline-schedule (PipelineSchedule, comm/pipeline/schedule.h). --features' words
+// (ImageFeatures) sit in data/features/image_features.h, where a checkpoint's reader
+// (tools/inference) finds them too.
 
 SONATA_SPELLINGS(Precision, {Precision::fp32, "fp32"}, {Precision::fp16, "fp16"},
                  {Precision::bf16, "bf16"})
@@ -42,8 +45,12 @@ SONATA_SPELLINGS(CommDtype, {CommDtype::same, "same"}, {CommDtype::fp16, "fp16"}
                  {CommDtype::bf16, "bf16"})
 SONATA_SPELLINGS(PipelineBalance, {PipelineBalance::bytes, "bytes"},
                  {PipelineBalance::time, "time"})
-SONATA_SPELLINGS(ImageFeatures, {ImageFeatures::mel, "mel"}, {ImageFeatures::cqt, "cqt"})
-
-#undef SONATA_SPELLINGS
+SONATA_SPELLINGS(ProgressMode, {ProgressMode::automatic, "auto"}, {ProgressMode::bar, "bar"},
+                 {ProgressMode::lines, "lines"}, {ProgressMode::none, "none"})
+SONATA_SPELLINGS(Tf32Mode, {Tf32Mode::off, "off"}, {Tf32Mode::conv, "conv"}, {Tf32Mode::all, "all"})
+SONATA_SPELLINGS(LrScalingRule, {LrScalingRule::none, "none"}, {LrScalingRule::linear, "linear"},
+                 {LrScalingRule::sqrt, "sqrt"})
+SONATA_SPELLINGS(PipelineSchedule, {PipelineSchedule::one_f_one_b, "1f1b"},
+                 {PipelineSchedule::gpipe, "gpipe"})
 
 }  // namespace sonata

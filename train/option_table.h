@@ -36,8 +36,10 @@ using OptionField =
                  Choice<FeaturesOn> TrainerOptions::*, Choice<OptimizerKind> TrainerOptions::*,
                  Choice<ScheduleShape> TrainerOptions::*, Choice<ScheduleUnit> TrainerOptions::*,
                  Choice<BadInput> TrainerOptions::*, Choice<CommDtype> TrainerOptions::*,
-                 Choice<PipelineBalance> TrainerOptions::*,
-                 Choice<ImageFeatures> TrainerOptions::*>;
+                 Choice<PipelineBalance> TrainerOptions::*, Choice<ImageFeatures> TrainerOptions::*,
+                 Choice<ProgressMode> TrainerOptions::*, Choice<Tf32Mode> TrainerOptions::*,
+                 Choice<LrScalingRule> TrainerOptions::*,
+                 Choice<PipelineSchedule> TrainerOptions::*>;
 
 struct OptionRow {
   std::string name;   // "lr": --lr on the command line, lr: in a config file

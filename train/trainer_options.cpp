@@ -8,7 +8,6 @@
 #include <variant>
 
 #include "base/error.h"
-#include "base/math_mode.h"
 #include "data/manifest/input_policy.h"
 #include "models/registry.h"
 #include "train/config_file.h"
@@ -53,12 +52,6 @@ void add_model_options(CLI::App& app, TrainerOptions& o) {
 std::string only_for(ModelFamily family) {
   return str(family == ModelFamily::speech ? "speech models" : "image classifiers",
              " only (--model ", name_list(model_names(family)), ")");
-}
-
-bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
-  for (const char* choice : choices)
-    if (value == choice) return true;
-  return false;
 }
 
 template <class Value>
@@ -210,8 +203,6 @@ void TrainerOptions::check() const {
                "--max-steps without --epochs needs --schedule-unit steps");
   SONATA_CHECK(warmup >= 0 && flat_tail >= 0, "--warmup and --flat-tail must not be negative");
   SONATA_CHECK(min_lr >= 0 && min_lr <= lr, "--min-lr must lie in [0, --lr]");
-  SONATA_CHECK(one_of(lr_scaling, {"none", "linear", "sqrt"}),
-               "--lr-scaling must be none, linear or sqrt, got '", lr_scaling, "'");
   SONATA_CHECK(reference_batch > 0, "--reference-batch must be positive");
   SONATA_CHECK(grad_clip >= 0, "--grad-clip must not be negative (0 turns clipping off)");
   SONATA_CHECK(precision == Precision::fp32 || device.rfind("cuda", 0) == 0 || device == "auto",
@@ -231,10 +222,9 @@ void TrainerOptions::check() const {
   SONATA_CHECK(max_duration >= 0 || max_duration == kTaskMaxDuration,
                "--max-duration must not be negative (0: no limit), got ", max_duration);
   SONATA_CHECK(max_image_pixels > 0, "--max-image-pixels must be positive, got ", max_image_pixels);
-  parse_tf32_mode(tf32, "--tf32");  // throws naming a bad value
   SONATA_CHECK(device == "auto" || device == "cpu" || device.rfind("cuda", 0) == 0,
                "--device must be auto, cpu, cuda or cuda:N, got '", device, "'");
-  SONATA_CHECK(resume.empty() || resume != "auto" || !checkpoint_dir.empty(),
+  SONATA_CHECK(!resumes_newest() || !checkpoint_dir.empty(),
                "--resume auto needs --checkpoint-dir (where to look)");
   SONATA_CHECK(resume.empty() || init_from.empty(),
                "--resume and --init-from exclude each other (a resume restores the weights)");
@@ -245,15 +235,11 @@ void TrainerOptions::check() const {
                "--stop-after needs --checkpoint-dir (the run is resumed from there)");
   SONATA_CHECK(eval_every >= 1, "--eval-every must be at least 1");
   SONATA_CHECK(beam_width >= 0, "--beam-width must not be negative");
-  SONATA_CHECK(one_of(progress, {"auto", "bar", "lines", "none"}),
-               "--progress must be auto, bar, lines or none, got '", progress, "'");
   SONATA_CHECK(log_every >= 1, "--log-every must be at least 1");
   SONATA_CHECK(bucket_mb > 0, "--bucket-mb must be positive, got ", bucket_mb);
   SONATA_CHECK(comm_timeout >= 0 && std::isfinite(comm_timeout),
                "--comm-timeout must be a number of seconds (0: the default), got ", comm_timeout);
   SONATA_CHECK(pipeline_stages >= 1, "--pipeline-stages must be at least 1, got ", pipeline_stages);
-  SONATA_CHECK(one_of(pipeline_schedule, {"1f1b", "gpipe"}),
-               "--pipeline-schedule must be 1f1b or gpipe, got '", pipeline_schedule, "'");
   SONATA_CHECK(pipeline_stages > 1 || pipeline_cuts.empty(),
                "--pipeline-cuts needs --pipeline-stages 2 or more");
   SONATA_CHECK(pipeline_stages == 1 || !sync_bn,
@@ -266,6 +252,11 @@ void TrainerOptions::check() const {
                "--image-mean and --image-std need at least one value");
   for (const double s : image_std)
     SONATA_CHECK(s > 0, "--image-std values must be positive, got ", s);
+}
+
+std::optional<Device> TrainerOptions::chosen_device() const {
+  if (device == "auto") return std::nullopt;
+  return Device::parse(device);
 }
 
 std::pair<int64_t, int64_t> TrainerOptions::profile_range() const {

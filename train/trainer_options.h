@@ -4,12 +4,14 @@
 // sentence saying what to change.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "comm/reducer.h"
 #include "data/image/pixels.h"
+#include "engine/device.h"
 #include "models/model_family.h"
 #include "train/feature_flags.h"
 #include "train/option_modes.h"
@@ -84,8 +86,8 @@ struct OptimizerOptions {
   double min_lr = 0;     // cosine / linear floor
   double flat_tail = 0;  // units held at the floor at the end
   double step_every = 30, step_gamma = 0.1;
-  std::string lr_scaling =
-      "none";  // none | linear | sqrt, from reference_batch to the global batch
+  // none | linear | sqrt, from reference_batch to the global batch
+  Choice<LrScalingRule> lr_scaling = LrScalingRule::none;
   int64_t reference_batch = 256;
   double grad_clip = 0;  // max global norm; 0 = off (the norm is still logged)
 };
@@ -103,7 +105,7 @@ struct ParallelOptions {
   // Pipeline parallel (under mpirun): world = replicas x pipeline_stages; the micro-batches
   // are accum_steps (the loader batches of one optimizer step, run through the pipeline).
   int64_t pipeline_stages = 1;
-  std::string pipeline_schedule = "1f1b";  // 1f1b | gpipe
+  Choice<PipelineSchedule> pipeline_schedule = PipelineSchedule::one_f_one_b;
   Choice<PipelineBalance> pipeline_balance = PipelineBalance::bytes;
   std::string pipeline_cuts;  // "7,12": explicit first layers of stages 1..S-1
   // After a pipelined run_training, every rank's task.model() whole again (the trained model
@@ -123,10 +125,10 @@ struct LoopOptions {
 
   uint64_t seed = 1;
   bool deterministic = false;
-  std::string tf32 = "conv";    // off | conv | all: where f32 may use TF32 (base/math_mode.h)
-  std::string device = "auto";  // auto | cpu | cuda | cuda:N
-  std::string profile_steps;    // "A:B": cudaProfilerStart before step A, Stop after step B
-  std::string range_times;      // JSONL of host time per NVTX range, written at the end
+  Choice<Tf32Mode> tf32 = kDefaultTf32Mode;  // where f32 may use TF32 (base/math_mode.h)
+  std::string device = "auto";               // auto | cpu | cuda | cuda:N
+  std::string profile_steps;  // "A:B": cudaProfilerStart before step A, Stop after step B
+  std::string range_times;    // JSONL of host time per NVTX range, written at the end
 
   // Checkpoints and evaluation.
   std::string checkpoint_dir;
@@ -144,8 +146,8 @@ struct LoopOptions {
 
   // Output.
   std::string metrics;  // JSONL log; default <checkpoint_dir>/metrics.jsonl or metrics.jsonl
-  std::string progress = "auto";  // auto | bar | lines | none
-  int64_t log_every = 10;         // steps between metric lines (and host reads of the loss)
+  Choice<ProgressMode> progress = ProgressMode::automatic;
+  int64_t log_every = 10;  // steps between metric lines (and host reads of the loss)
 };
 
 struct TrainerOptions : DataOptions, OptimizerOptions, ParallelOptions, LoopOptions {
@@ -158,6 +160,11 @@ struct TrainerOptions : DataOptions, OptimizerOptions, ParallelOptions, LoopOpti
   // --model's family, from the registry (throws naming the known models for another name).
   ModelFamily family() const;
   bool is_speech() const { return family() == ModelFamily::speech; }
+  // --resume auto: the newest checkpoint in checkpoint_dir (else resume names a folder).
+  bool resumes_newest() const { return resume == "auto"; }
+  // --device: nothing for auto (the first GPU if there is one, else the CPU), else the
+  // device named (check() has refused any other word).
+  std::optional<Device> chosen_device() const;
   // --profile-steps as [first, last] optimizer steps (counted from 1); {0, 0} when unset.
   std::pair<int64_t, int64_t> profile_range() const;
   // One sentence for the first invalid setting or combination, else nothing.

@@ -46,7 +46,7 @@ for floor in "${!allowed[@]}"; do
 done
 # Rooms of train/ that may not include one another: the pipeline is a training strategy
 # (train/pipeline/ includes train/strategy/), so the strategies' room never includes the
-# pipeline's; train/strategy_choice.cpp, above both, builds either.
+# pipeline's; train/setup/strategy_choice.cpp, above both, builds either.
 declare -A room_forbids=(
   [train/strategy]="train/pipeline"
 )
@@ -59,5 +59,37 @@ for room in "${!room_forbids[@]}"; do
                --include='*.h' --include='*.cpp' || true)
   done
 done
-[ "$bad" = 0 ] && echo "every floor includes only the floors below it"
+# A task is told its narrow options (train/tasks/task_options.h), never the whole run's: no
+# header of the tasks' room includes TrainerOptions' header (task_options.cpp fills the
+# narrow structs from it, make_task.cpp hands them over).
+run_options_header="train/trainer_options.h"
+while IFS= read -r hit; do
+  echo "${hit#"$root"/}: a task's header may not include $run_options_header (give the task its narrow options, train/tasks/task_options.h)"
+  bad=1
+done < <(grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]+\"$run_options_header\"" \
+           "$root/train/tasks" --include='*.h' || true)
+# A mode is read into its enum once, in the option table (train/option_modes.h, Choice), and
+# compared as an enum everywhere else: no word of an option compared to a quoted string where
+# the trainer's options are used (train/, the trainer command, the inference tools reading
+# a checkpoint's saved options), outside the option table's own files. What counts as
+# comparing an option: `o.x == "..."`, `options_.x != "..."` (either side), a Choice's
+# `.word() == "..."`, and a saved option read and compared, `checkpoint.option("x") == "..."`
+# or `saved.value("x", ...) == "..."`. The benchmarks, probe and featurize have flags of
+# their own, not the table's.
+mode_compare_scope="train tools/trainer tools/inference"
+option_table_files='^train/(option_[a-z_]+|trainer_options|config_file)\.(h|cpp)$'
+options_object='\b(o|o_|options|options_)\.[a-z_]+(\(\))?'
+is_string='[[:space:]]*[!=]=[[:space:]]*"'
+mode_compare="${options_object}${is_string}|\"[[:space:]]*[!=]=[[:space:]]*${options_object}"
+mode_compare+="|\.word\(\)${is_string}|\.(option|value)\(\"[^\"]*\".*\)${is_string}"
+for place in $mode_compare_scope; do
+  while IFS= read -r hit; do
+    where=${hit#"$root"/}
+    where=${where%:"${hit#*:*:}"}
+    [[ "${where%%:*}" =~ $option_table_files ]] && continue
+    echo "$where: an option's word compared outside the option table (read it there, into an enum of train/option_modes.h or a TrainerOptions accessor): ${hit#*:*:}"
+    bad=1
+  done < <(grep -rnE "$mode_compare" "$root/$place" --include='*.h' --include='*.cpp' || true)
+done
+[ "$bad" = 0 ] && echo "every floor includes only the floors below it; no option's word is compared outside the option table"
 exit "$bad"

@@ -15,7 +15,7 @@
 #include "models/registry.h"
 #include "tests/support/audio_files.h"
 #include "tests/support/error_of.h"
-#include "train/init_from.h"
+#include "train/setup/init_from.h"
 
 using namespace sonata;
 using Catch::Matchers::Contains;

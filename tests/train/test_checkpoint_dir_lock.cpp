@@ -19,7 +19,7 @@
 #include "tests/support/error_of.h"
 #include "tests/support/letters_corpus.h"
 #include "tests/support/tiny_ds2.h"
-#include "train/checkpoint_dir_lock.h"
+#include "train/state/checkpoint_dir_lock.h"
 #include "train/tasks/speech_task.h"
 #include "train/train_loop.h"
 

@@ -21,6 +21,7 @@
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
 #include "train/tasks/speech_task.h"
+#include "train/trainer_options.h"
 
 using namespace sonata;
 using namespace sonata::testing;

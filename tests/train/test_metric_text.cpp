@@ -12,7 +12,7 @@
 #include "tests/support/letters_corpus.h"
 #include "tests/support/stdout_capture.h"
 #include "tests/support/tiny_ds2.h"
-#include "train/metric_text.h"
+#include "train/loop/metric_text.h"
 #include "train/tasks/speech_task.h"
 #include "train/train_loop.h"
 

@@ -5,6 +5,7 @@
 
 #include <set>
 #include <string>
+#include <tuple>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -12,7 +13,7 @@
 #include "tests/support/audio_files.h"
 #include "tests/train/trainer_test_util.h"
 #include "train/option_table.h"
-#include "train/resume_changes.h"
+#include "train/state/resume_changes.h"
 #include "train/trainer_options.h"
 
 using namespace sonata;
@@ -152,6 +153,43 @@ TEST_CASE("option table: a mode's words read into its enum, and are written back
       parse_command_line({"--train", "a.tsv", "--pipeline-balance", "params"});
   CHECK_THROWS_WITH(params.check(), Contains("--pipeline-balance must be bytes or time, got "
                                              "'params'"));
+}
+
+TEST_CASE("option table: --lr-scaling, --tf32, --pipeline-schedule and --progress are modes too",
+          "[trainer][options]") {
+  // Strings compared deep in the code before; a lower floor's enum each, but --progress.
+  TemporaryFolder folder("option_table_more_modes");
+  const std::string yaml = folder.file("run.yaml");
+  write_text(yaml,
+             "train: a.tsv\nlr-scaling: sqrt\ntf32: all\npipeline-schedule: gpipe\n"
+             "progress: lines\n");
+  const TrainerOptions o = parse_command_line({"--config", yaml});
+  o.check();
+  CHECK(o.lr_scaling == LrScalingRule::sqrt);
+  CHECK(o.tf32 == Tf32Mode::all);
+  CHECK(o.pipeline_schedule == PipelineSchedule::gpipe);
+  CHECK(o.progress == ProgressMode::lines);
+  const TrainerOptions defaults = parse_command_line({"--train", "a.tsv"});
+  CHECK(defaults.lr_scaling == LrScalingRule::none);
+  CHECK(defaults.pipeline_schedule == PipelineSchedule::one_f_one_b);
+  CHECK(defaults.progress == ProgressMode::automatic);
+  // The checkpoint keeps the words it always kept (--progress is not kept).
+  const nlohmann::json saved = nlohmann::json::parse(o.to_json());
+  CHECK(saved.at("lr-scaling") == "sqrt");
+  CHECK(saved.at("tf32") == "all");
+  CHECK(saved.at("pipeline-schedule") == "gpipe");
+  CHECK_FALSE(saved.contains("progress"));
+  CHECK(nlohmann::json::parse(defaults.to_json()).at("pipeline-schedule") == "1f1b");
+
+  // Refused in the user's words; off is a silent rank's, not a word of --progress.
+  for (const auto& [flag, word, words] :
+       {std::tuple{"--lr-scaling", "cubic", "none, linear or sqrt"},
+        std::tuple{"--pipeline-schedule", "zb", "1f1b or gpipe"},
+        std::tuple{"--progress", "off", "auto, bar, lines or none"}}) {
+    const TrainerOptions bad = parse_command_line({"--train", "a.tsv", flag, word});
+    CHECK_THROWS_WITH(bad.check(),
+                      Contains(std::string(flag) + " must be " + words + ", got '" + word + "'"));
+  }
 }
 
 TEST_CASE("option table: --micro-batches is refused naming --accum-steps, the one name",

@@ -12,7 +12,7 @@
 #include "tests/support/error_of.h"
 #include "tests/train/trainer_test_util.h"
 #include "train/bad_input.h"
-#include "train/training_state.h"
+#include "train/state/training_state.h"
 
 using namespace sonata;
 using namespace sonata::testing;

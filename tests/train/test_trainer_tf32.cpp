@@ -17,7 +17,7 @@ TEST_CASE("trainer --tf32: conv by default, off | conv | all accepted, else refu
           "[trainer][tf32]") {
   const TrainerOptions defaults = parse_command_line({"--train", "a.tsv"});
   CHECK(defaults.tf32 == "conv");
-  CHECK(parse_tf32_mode(defaults.tf32) == Tf32Mode::conv);
+  CHECK(parse_tf32_mode(defaults.tf32.word()) == Tf32Mode::conv);
   CHECK(kDefaultTf32Mode == Tf32Mode::conv);
   defaults.check();
   for (const char* value : {"off", "conv", "all"}) {

@@ -17,8 +17,8 @@
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
 #include "tests/support/weight_task.h"
-#include "train/sampler_choice.h"
-#include "train/strategy_choice.h"
+#include "train/setup/sampler_choice.h"
+#include "train/setup/strategy_choice.h"
 #include "train/tasks/class_task.h"
 #include "train/tasks/speech_task.h"
 

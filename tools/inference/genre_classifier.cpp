@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "base/error.h"
 #include "data/audio/decode.h"
 #include "data/audio/resample.h"
 #include "data/datasets/image_dataset.h"
+#include "data/features/image_features.h"
 #include "data/image/image_file.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
@@ -85,10 +87,11 @@ GenreClassifier::GenreClassifier(const TrainedCheckpoint& checkpoint, Device dev
   // Checkpoints written before image files and CQT were trainable hold neither option: mel
   // images, and image files normalised as CCMusic's (0.5, 0.5).
   const nlohmann::json& saved = checkpoint.config;
-  const std::string features = saved.value("image-features", std::string("mel"));
-  SONATA_CHECK(features == "mel" || features == "cqt", "checkpoint '", checkpoint.path,
-               "' saved image-features '", features, "', neither mel nor cqt");
-  if (features == "cqt")
+  const std::string word = saved.value("image-features", std::string("mel"));
+  const std::optional<ImageFeatures> features = mode_of_word<ImageFeatures>(word);
+  SONATA_CHECK(features, "checkpoint '", checkpoint.path, "' saved image-features '", word,
+               "', not ", mode_words<ImageFeatures>());
+  if (features == ImageFeatures::cqt)
     cqt_ = std::make_shared<const ConstantQ>(
         CqtConfig{.sample_rate = extractor_.config().sample_rate});
   normalize_ = {saved.value("image-mean", std::vector<double>{0.5}),

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -21,7 +22,7 @@
 #include "engine/cuda_versions.h"
 #include "engine/device.h"
 #include "engine/random.h"
-#include "train/metric_text.h"
+#include "train/loop/metric_text.h"
 #include "train/tasks/make_task.h"
 #include "train/train_loop.h"
 
@@ -30,13 +31,13 @@ namespace {
 // The exit status of a run stopped by SIGTERM, SIGUSR1 or SIGINT after a checkpoint.
 constexpr int kStoppedBySignal = 75;
 
-sonata::Device pick_device(const std::string& name) {
-  if (name == "auto")
+sonata::Device pick_device(const sonata::TrainerOptions& options) {
+  const std::optional<sonata::Device> chosen = options.chosen_device();
+  if (!chosen)
     return sonata::cuda_device_count() > 0 ? sonata::Device::cuda(0) : sonata::Device::cpu();
-  const sonata::Device device = sonata::Device::parse(name);
-  SONATA_CHECK(!device.is_cuda() || device.index < sonata::cuda_device_count(), "--device ", name,
-               ": this machine has ", sonata::cuda_device_count(), " CUDA devices");
-  return device;
+  SONATA_CHECK(!chosen->is_cuda() || chosen->index < sonata::cuda_device_count(), "--device ",
+               options.device, ": this machine has ", sonata::cuda_device_count(), " CUDA devices");
+  return *chosen;
 }
 
 // --verbose's last line on a GPU: how the block cache served the run's tensors.
@@ -92,18 +93,17 @@ int main(int argc, char** argv) {
     // GPU (--device auto would quietly train on the CPU): refused here, in one sentence.
     const sonata::CudaVersions cuda = sonata::cuda_versions();
     const std::string too_old = sonata::driver_too_old(cuda);
-    if (!too_old.empty() && options.device != "cpu") throw sonata::Error(too_old);
+    const bool on_cpu = options.chosen_device() && options.chosen_device()->is_cpu();
+    if (!too_old.empty() && !on_cpu) throw sonata::Error(too_old);
     // Before any OpenMP region: this may execute the trainer again (base/spinning_threads.h).
-    const bool on_cpu =
-        options.device == "cpu" || (options.device == "auto" && sonata::cuda_device_count() == 0);
+    const bool trains_on_cpu =
+        on_cpu || (!options.chosen_device() && sonata::cuda_device_count() == 0);
     const sonata::Launch launch = sonata::detect_launch();
-    sonata::spin_openmp_threads("trainer", argv, on_cpu && launch.launcher.empty(), verbose);
+    sonata::spin_openmp_threads("trainer", argv, trains_on_cpu && launch.launcher.empty(), verbose);
     // Under mpirun / srun: one process per device, data parallel; otherwise world size 1
     // and MPI untouched. CUDA ranks train on cuda:<local rank>.
-    std::shared_ptr<sonata::ProcessGroup> group =
-        sonata::init_process_group(pick_device(options.device));
-    const sonata::Device device =
-        group->world_size() > 1 ? group->device() : pick_device(options.device);
+    std::shared_ptr<sonata::ProcessGroup> group = sonata::init_process_group(pick_device(options));
+    const sonata::Device device = group->world_size() > 1 ? group->device() : pick_device(options);
     rank = group->rank();
     const bool main_rank = rank == 0;
     if (main_rank && device.is_cuda())
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
                  options.precision, " needs a GPU and none was found; use --precision fp32");
     sonata::manual_seed(options.seed);
     sonata::set_deterministic_algorithms(options.deterministic);
-    sonata::set_tf32_mode(sonata::parse_tf32_mode(options.tf32, "--tf32"));
+    sonata::set_tf32_mode(options.tf32.value());
     std::unique_ptr<sonata::Task> task = sonata::make_task(options);
     // Nothing reads the model after the run here: a pipeline stage never gathers the others'.
     options.gather_model = false;

@@ -24,7 +24,7 @@ PipelineParallel::PipelineParallel(const TrainerOptions& options, Task& task,
       items.push_back(i);
     return task.input(task.prepare(items, 0), device);
   };
-  build.pipeline.schedule = parse_schedule(options.pipeline_schedule);
+  build.pipeline.schedule = options.pipeline_schedule.value();
   build.pipeline.micro_batches = int(options.accum_steps);
   build.reducer = reducer_options(options);
   // The task's loss as a value: it reads the output and the targets, nothing of the loop.

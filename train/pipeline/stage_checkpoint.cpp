@@ -11,8 +11,8 @@
 #include "comm/pipeline/stage_state.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops.h"
-#include "train/optimizer_state_names.h"
 #include "train/pipeline/stage_ownership.h"
+#include "train/state/optimizer_state_names.h"
 
 namespace sonata {
 namespace {

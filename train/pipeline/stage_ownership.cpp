@@ -7,7 +7,7 @@
 #include "engine/autograd/grad_mode.h"
 #include "engine/deferred_init.h"
 #include "engine/ops.h"
-#include "train/optimizer_state_names.h"
+#include "train/state/optimizer_state_names.h"
 
 namespace sonata {
 

@@ -10,19 +10,19 @@
 #include "engine/ops.h"
 #include "engine/ops/loss.h"
 #include "models/registry.h"
-#include "train/precision.h"
+#include "train/setup/precision.h"
 
 namespace sonata {
 namespace {
 
 constexpr double kTopDb = 80.0;
 
-const std::string& first_manifest(const TrainerOptions& o) {
+const std::string& first_manifest(const ClassTaskOptions& o) {
   if (!o.train_manifest.empty()) return o.train_manifest;
   return o.val_manifest.empty() ? o.test_manifest : o.val_manifest;
 }
 
-FeatureConfig image_features(const TrainerOptions& o) {
+FeatureConfig image_features(const ClassTaskOptions& o) {
   FeatureFlags flags = o.features;
   flags.n_mels = o.image_height;
   flags.log = "db";
@@ -33,15 +33,15 @@ FeatureConfig image_features(const TrainerOptions& o) {
 
 }  // namespace
 
-ClassTask::ClassTask(const TrainerOptions& options)
+ClassTask::ClassTask(const ClassTaskOptions& options)
     : options_(options),
       extractor_(image_features(options)),
-      policy_(input_policy(options)),
+      policy_(options.input_policy),
       batcher_(ModelConfig(options.model_config).get_int("in-channels", 3), options.image_height,
                options.image_width, options.slice_seconds, {options.brightness, options.contrast},
                options.seed + 1, options.features_on == FeaturesOn::step),
       labels_(label_map_of(class_entries(first_manifest(options), policy_))),
-      compute_dtype_(compute_dtype(options.precision.value())) {
+      compute_dtype_(compute_dtype(options.precision)) {
   in_channels_ = ModelConfig(options.model_config).get_int("in-channels", 3);  // image files
   if (options.image_features == ImageFeatures::cqt)
     cqt_ =
@@ -52,7 +52,7 @@ ClassTask::ClassTask(const TrainerOptions& options)
   ModelConfig config(options.model_config);
   config.set("num-classes", std::to_string(labels_.size()));
   {
-    DeferredInitScope deferred(builds_model_deferred(options));
+    DeferredInitScope deferred(options.build_deferred);
     model_ = make_image_classifier(options.model, config);
   }
   // Counted now: a pipeline stage later releases the other stages' tensors.

@@ -16,13 +16,13 @@
 #include "models/model_family.h"
 #include "train/bad_input.h"
 #include "train/task.h"
-#include "train/trainer_options.h"
+#include "train/tasks/task_options.h"
 
 namespace sonata {
 
 class ClassTask : public Task {
  public:
-  explicit ClassTask(const TrainerOptions& options);
+  explicit ClassTask(const ClassTaskOptions& options);
 
   Module& model() override { return *model_; }
   std::shared_ptr<Module> shared_model() override { return model_; }
@@ -59,7 +59,7 @@ class ClassTask : public Task {
 
   const ImageSplit& split(const std::string& name) const;
   ImageSplit load(const std::string& name, const std::string& manifest) const;
-  TrainerOptions options_;
+  ClassTaskOptions options_;
   FeatureExtractor extractor_;
   InputPolicy policy_;
   std::shared_ptr<const ConstantQ> cqt_;  // --features cqt

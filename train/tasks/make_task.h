@@ -5,9 +5,10 @@
 #include <memory>
 
 #include "train/task.h"
-#include "train/trainer_options.h"
 
 namespace sonata {
+
+struct TrainerOptions;
 
 // Loads the data `options` name and builds the model (speech: with --vocabulary's symbols,
 // or the default vocabulary).

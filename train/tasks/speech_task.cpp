@@ -16,7 +16,7 @@
 #include "models/ctc_decode.h"
 #include "models/registry.h"
 #include "models/speech_training_loss.h"
-#include "train/precision.h"
+#include "train/setup/precision.h"
 #include "train/tasks/ctc_reachability.h"
 
 namespace sonata {
@@ -29,14 +29,14 @@ namespace {
 constexpr size_t kNamedClips = 5;
 
 // --model's speech model, with the keys its family's task sets (models/model_family.h).
-std::shared_ptr<SpeechModel> make_task_model(const TrainerOptions& options, int64_t classes) {
+std::shared_ptr<SpeechModel> make_task_model(const SpeechTaskOptions& options, int64_t classes) {
   ModelConfig config(options.model_config);
   config.set("num-mels", std::to_string(options.features.n_mels));
   config.set("num-classes", std::to_string(classes));
   return make_speech_model(options.model, config);
 }
 
-SpecAugmentOptions spec_augment_options(const TrainerOptions& options) {
+SpecAugmentOptions spec_augment_options(const SpeechTaskOptions& options) {
   SpecAugmentOptions masks;
   masks.freq_masks = options.freq_masks;
   masks.freq_max_width = options.freq_mask_width;
@@ -49,7 +49,7 @@ SpecAugmentOptions spec_augment_options(const TrainerOptions& options) {
 
 // The training augmentations; seed + 1: the samplers draw from the seed itself
 // (data/augment/augment_key.h).
-SpeechAugment speech_augment(const TrainerOptions& options) {
+SpeechAugment speech_augment(const SpeechTaskOptions& options) {
   return {.spec_augment = options.spec_augment,
           .masks = spec_augment_options(options),
           .speed_perturb = options.speed_perturb,
@@ -58,13 +58,13 @@ SpeechAugment speech_augment(const TrainerOptions& options) {
 
 }  // namespace
 
-SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
+SpeechTask::SpeechTask(const SpeechTaskOptions& options, Vocabulary vocabulary)
     : options_(options),
       vocabulary_(std::move(vocabulary)),
       extractor_(options.features.config()),
       batcher_(extractor_, speech_augment(options), options.pad_frames_to),
-      compute_dtype_(compute_dtype(options.precision.value())) {
-  const InputPolicy policy = input_policy(options);
+      compute_dtype_(compute_dtype(options.precision)) {
+  const InputPolicy& policy = options.input_policy;
   std::unique_ptr<FeatureCache> cache;
   if (!options.feature_cache.empty())
     cache = std::make_unique<FeatureCache>(options.feature_cache, extractor_.config());
@@ -81,7 +81,7 @@ SpeechTask::SpeechTask(const TrainerOptions& options, Vocabulary vocabulary)
   train_ = load("train", options.train_manifest);
   val_ = load("val", options.val_manifest);
   test_ = load("test", options.test_manifest);
-  DeferredInitScope deferred(builds_model_deferred(options));
+  DeferredInitScope deferred(options.build_deferred);
   model_ = make_task_model(options, vocabulary_.size());
   // Counted now: a pipeline stage later releases the other stages' tensors.
   parameter_count_ = model_->parameter_count();
@@ -96,7 +96,7 @@ DataReport SpeechTask::data_report() const {
   for (const SpeechSplit* data : {&train_, &val_, &test_}) {
     if (data->clips() == 0) continue;
     report_skipped(report, data->name, "clips", data->skipped);
-    report_too_long(report, data->name, data->too_long, input_policy(options_));
+    report_too_long(report, data->name, data->too_long, options_.input_policy);
     // At the recorded speed (--speed-perturb's 1.1 may shorten a clip below it some epochs).
     std::vector<int64_t> output_frames;
     for (const int64_t frames : input_frames(*data, extractor_))
@@ -201,7 +201,7 @@ class SpeechEvalPass : public EvalPass {
     for (size_t n = 0; n < values.size(); ++n)
       loss_sum_ += values[n] / double(std::max<int64_t>(lengths[n], 1));
 
-    const TrainerOptions& options = task_.options_;
+    const SpeechTaskOptions& options = task_.options_;
     const Tensor log_probs = device_log_probs.to(Device::cpu());
     std::vector<std::vector<int64_t>> greedy;
     {
@@ -238,7 +238,7 @@ class SpeechEvalPass : public EvalPass {
                    {"beam_char_edits", double(beam_rate_.characters().edits)},
                    {"beam_word_edits", double(beam_rate_.words().edits)}};
     // This shard's picks in manifest order, the same every run, so runs compare by eye.
-    const TrainerOptions& options = task_.options_;
+    const SpeechTaskOptions& options = task_.options_;
     for (const auto& [item, texts] : shown_) {
       if (int64_t(counts.examples.size()) >= 3 * options.show_transcripts) break;
       counts.examples.push_back(str("  ref:    ", data_.transcripts[size_t(item)]));
@@ -299,7 +299,7 @@ std::string SpeechTask::describe() const {
     text += str("; ", data->name, " ", data->clips(), " clips, ", hours);
     if (data->dropped_characters > 0)
       text += str(" (", data->dropped_characters, " characters outside the vocabulary dropped)");
-    text += skipped_text(data->skipped, data->too_long, "clips", input_policy(options_));
+    text += skipped_text(data->skipped, data->too_long, "clips", options_.input_policy);
   }
   return text;
 }

@@ -17,14 +17,14 @@
 #include "models/model_family.h"
 #include "train/bad_input.h"
 #include "train/task.h"
-#include "train/trainer_options.h"
+#include "train/tasks/task_options.h"
 
 namespace sonata {
 
 class SpeechTask : public Task {
  public:
   // Loads and featurises every split named in `options`, and builds the model.
-  SpeechTask(const TrainerOptions& options, Vocabulary vocabulary);
+  SpeechTask(const SpeechTaskOptions& options, Vocabulary vocabulary);
 
   Module& model() override { return *model_; }
   std::shared_ptr<Module> shared_model() override { return model_; }
@@ -58,7 +58,7 @@ class SpeechTask : public Task {
 
   const SpeechSplit& split(const std::string& name) const;
 
-  TrainerOptions options_;
+  SpeechTaskOptions options_;
   Vocabulary vocabulary_;
   FeatureExtractor extractor_;
   SpeechBatcher batcher_;

@@ -20,8 +20,8 @@
 #include "tests/support/audio_files.h"
 #include "tests/support/letters_corpus.h"
 #include "tests/support/tiny_ds2.h"
-#include "train/init_from.h"
 #include "train/pipeline/pipeline_parallel.h"
+#include "train/setup/init_from.h"
 #include "train/tasks/class_task.h"
 #include "train/tasks/speech_task.h"
 

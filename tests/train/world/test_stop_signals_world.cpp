@@ -25,7 +25,7 @@
 #include "tests/comm/comm_group.h"
 #include "tests/support/letters_corpus.h"
 #include "tests/support/tiny_ds2.h"
-#include "train/stop_signals.h"
+#include "train/loop/stop_signals.h"
 #include "train/tasks/speech_task.h"
 #include "train/train_loop.h"
 

@@ -98,7 +98,7 @@ TEST_CASE(
     piped.pipeline_schedule = schedule.substr(0, schedule.find('+'));
     if (schedule.ends_with("+step")) piped.features_on = "step";
     piped.metrics =
-        corpus + "/piped_" + piped.pipeline_schedule + piped.features_on.word() + ".jsonl";
+        corpus + "/piped_" + piped.pipeline_schedule.word() + piped.features_on.word() + ".jsonl";
     const auto result = train(piped, shared_comm_group());
     // Every rank ends with the whole model (replica 0's stages). DDP's buffers are its rank
     // 0's (broadcast before every forward), as the pipeline's are replica 0's.

@@ -11,7 +11,7 @@
 #include "engine/ops.h"
 #include "tests/comm/comm_group.h"
 #include "tests/support/weight_task.h"
-#include "train/strategy_choice.h"
+#include "train/setup/strategy_choice.h"
 
 using namespace sonata;
 using Catch::Contains;

@@ -1,4 +1,4 @@
-#include "train/optimizer_state_names.h"
+#include "train/state/optimizer_state_names.h"
 
 #include "base/error.h"
 

@@ -8,8 +8,8 @@
 #include "base/error.h"
 #include "base/nvtx.h"
 #include "engine/nn/state_dict.h"
-#include "train/manifest_fingerprint.h"
-#include "train/train_loop_run.h"
+#include "train/loop/train_loop_run.h"
+#include "train/state/manifest_fingerprint.h"
 
 namespace sonata {
 

@@ -1,4 +1,4 @@
-#include "train/precision.h"
+#include "train/setup/precision.h"
 
 #include <set>
 

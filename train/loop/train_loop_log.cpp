@@ -12,8 +12,8 @@
 #include "engine/allocator.h"
 #include "engine/ops.h"
 #include "kernels/cpu/capability.h"
-#include "train/metric_text.h"
-#include "train/train_loop_run.h"
+#include "train/loop/metric_text.h"
+#include "train/loop/train_loop_run.h"
 
 namespace sonata {
 

@@ -7,7 +7,7 @@
 #include "base/nvtx.h"
 #include "base/range_report.h"
 #include "engine/device.h"
-#include "train/train_loop_run.h"
+#include "train/loop/train_loop_run.h"
 
 namespace sonata {
 

@@ -9,16 +9,16 @@
 #include "base/nvtx.h"
 #include "engine/ops.h"
 #include "engine/optim/lr_schedule.h"
-#include "train/init_from.h"
-#include "train/manifest_fingerprint.h"
-#include "train/optimizer_choice.h"
+#include "train/loop/train_loop_run.h"
 #include "train/pipeline/pipeline_parallel.h"
-#include "train/precision.h"
-#include "train/run_folder.h"
-#include "train/sampler_choice.h"
+#include "train/setup/init_from.h"
+#include "train/setup/optimizer_choice.h"
+#include "train/setup/precision.h"
+#include "train/setup/sampler_choice.h"
+#include "train/setup/strategy_choice.h"
+#include "train/state/manifest_fingerprint.h"
+#include "train/state/run_folder.h"
 #include "train/strategy/single_process_strategy.h"
-#include "train/strategy_choice.h"
-#include "train/train_loop_run.h"
 
 namespace sonata {
 
@@ -49,7 +49,7 @@ TrainingRun::TrainingRun(const TrainerOptions& o, Task& task, Device device,
                                 o.eval_only ? IfUnwritable::write_nothing : IfUnwritable::refuse)
                    : MetricsLog()),
       // Off a terminal, about four lines an epoch (at log points).
-      progress_(rank_ == 0 ? o.progress : "off",
+      progress_(rank_ == 0 ? o.progress.value() : ProgressMode::off,
                 std::max<int64_t>(
                     1, task.train_items() / o.batch_size / o.accum_steps / 4 / o.log_every) *
                     o.log_every),
@@ -100,7 +100,7 @@ TrainResult TrainingRun::train() {
   epochs_ = (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_;
   // The global batch: every shard's micro-batches of one optimizer step.
   const double peak_lr = scale_lr(o_.lr, batch_size * o_.accum_steps * replicas, o_.reference_batch,
-                                  parse_lr_scaling_rule(o_.lr_scaling));
+                                  o_.lr_scaling.value());
   schedule_in_steps_ = o_.schedule_unit == ScheduleUnit::steps;
   schedule_ =
       make_schedule(o_, peak_lr, schedule_in_steps_ ? double(total_steps_) : double(epochs_));

@@ -1,4 +1,4 @@
-#include "train/manifest_fingerprint.h"
+#include "train/state/manifest_fingerprint.h"
 
 #include <cstdio>
 #include <exception>

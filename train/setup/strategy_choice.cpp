@@ -1,4 +1,4 @@
-#include "train/strategy_choice.h"
+#include "train/setup/strategy_choice.h"
 
 #include "base/error.h"
 #include "train/pipeline/pipeline_parallel.h"

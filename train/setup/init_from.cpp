@@ -1,4 +1,4 @@
-#include "train/init_from.h"
+#include "train/setup/init_from.h"
 
 #include <map>
 

@@ -1,4 +1,4 @@
-#include "train/metrics_log.h"
+#include "train/loop/metrics_log.h"
 
 #include <fcntl.h>
 #include <unistd.h>

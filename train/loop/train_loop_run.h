@@ -20,13 +20,13 @@
 #include "engine/device.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
-#include "train/checkpoint_dir_lock.h"
-#include "train/metrics_log.h"
-#include "train/progress.h"
-#include "train/stop_signals.h"
+#include "train/loop/metrics_log.h"
+#include "train/loop/progress.h"
+#include "train/loop/stop_signals.h"
+#include "train/state/checkpoint_dir_lock.h"
+#include "train/state/training_state.h"
 #include "train/strategy/training_strategy.h"
 #include "train/train_loop.h"
-#include "train/training_state.h"
 
 namespace sonata {
 

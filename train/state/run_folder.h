@@ -8,7 +8,7 @@
 // checkpoints then carry.
 #include <memory>
 
-#include "train/checkpoint_dir_lock.h"
+#include "train/state/checkpoint_dir_lock.h"
 #include "train/trainer_options.h"
 
 namespace sonata {

@@ -1,4 +1,4 @@
-#include "train/checkpoint_dir_lock.h"
+#include "train/state/checkpoint_dir_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,4 +1,4 @@
-#include "train/progress.h"
+#include "train/loop/progress.h"
 
 #include <unistd.h>
 
@@ -10,13 +10,13 @@
 
 namespace sonata {
 
-Progress::Progress(const std::string& mode, int64_t line_every)
-    : quiet_(mode == "none" || mode == "off"),
-      silent_(mode == "off"),
+Progress::Progress(ProgressMode mode, int64_t line_every)
+    : quiet_(mode == ProgressMode::none || mode == ProgressMode::off),
+      silent_(mode == ProgressMode::off),
       line_every_(std::max<int64_t>(line_every, 1)) {
   const bool tty = isatty(fileno(stderr));
-  bar_ = mode == "bar" || (mode == "auto" && tty);
-  lines_ = mode == "lines" || (mode == "auto" && !tty);
+  bar_ = mode == ProgressMode::bar || (mode == ProgressMode::automatic && tty);
+  lines_ = mode == ProgressMode::lines || (mode == ProgressMode::automatic && !tty);
 }
 
 Progress::~Progress() {

@@ -1,4 +1,4 @@
-#include "train/resume_changes.h"
+#include "train/state/resume_changes.h"
 
 #include "base/error.h"
 #include "train/option_table.h"

@@ -1,4 +1,4 @@
-#include "train/run_folder.h"
+#include "train/state/run_folder.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -19,9 +19,10 @@ constexpr char kPreviousRun[] = "previous-run-";
 
 // Whether `--resume` continues the run of `folder`: auto, the folder itself or one of its
 // step folders (by any path to them).
-bool continues_folder(const std::string& resume, const std::string& folder) {
+bool continues_folder(const TrainerOptions& options, const std::string& folder) {
+  const std::string& resume = options.resume;
   if (resume.empty()) return false;
-  if (resume == "auto") return true;
+  if (options.resumes_newest()) return true;
   std::error_code error;
   const fs::path own = fs::weakly_canonical(folder, error);
   fs::path named = fs::weakly_canonical(resume, error);
@@ -67,7 +68,7 @@ std::unique_ptr<CheckpointDirLock> claim_checkpoint_dir(const TrainerOptions& op
   const std::string& folder = options.checkpoint_dir;
   auto lock = std::make_unique<CheckpointDirLock>(folder);
   const bool holds_run = has_step_folders(folder);
-  if (holds_run && !continues_folder(options.resume, folder)) {
+  if (holds_run && !continues_folder(options, folder)) {
     if (!options.overwrite)
       throw Error(
           str("--checkpoint-dir '", folder, "' holds another run (its newest checkpoint is ",

@@ -1,4 +1,4 @@
-#include "train/metric_text.h"
+#include "train/loop/metric_text.h"
 
 #include <cstdio>
 

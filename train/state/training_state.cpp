@@ -1,11 +1,11 @@
-#include "train/training_state.h"
+#include "train/state/training_state.h"
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "engine/nn/state_dict.h"
 #include "engine/random.h"
-#include "train/resume_changes.h"
+#include "train/state/resume_changes.h"
 
 namespace sonata {
 namespace {
@@ -82,7 +82,7 @@ TrainPosition restore_training_state(const PartialTrainingState& loaded,
 }
 
 std::string resume_path(const TrainerOptions& options) {
-  if (options.resume != "auto") return options.resume;
+  if (!options.resumes_newest()) return options.resume;
   return has_step_folders(options.checkpoint_dir) ? options.checkpoint_dir : "";
 }
 
@@ -96,7 +96,7 @@ auto resume_or_refuse(const TrainerOptions& options, Load load) {
     return load();
   } catch (const Error& e) {
     // Named by the flag the path came from, as the user wrote it.
-    if (options.resume != "auto") throw Error(str("--resume: ", e.what()));
+    if (!options.resumes_newest()) throw Error(str("--resume: ", e.what()));
     throw Error(str("--resume auto: ", e.what(),
                     "\nNot starting a fresh run over them: move them out of '",
                     options.checkpoint_dir, "' to start anew, or name one with --resume."));

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "train/option_modes.h"
+
 namespace sonata {
 
 struct ProgressState {
@@ -24,7 +26,7 @@ class Progress {
  public:
   // mode: auto | bar | lines | none (no bar, no lines, only notices) | off (nothing: a rank
   // that does not speak for the run). Lines are printed every `line_every` steps.
-  Progress(const std::string& mode, int64_t line_every);
+  Progress(ProgressMode mode, int64_t line_every);
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;

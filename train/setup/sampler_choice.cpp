@@ -1,4 +1,4 @@
-#include "train/sampler_choice.h"
+#include "train/setup/sampler_choice.h"
 
 #include "data/sampling/class_balanced_sampler.h"
 #include "data/sampling/length_bucket_sampler.h"

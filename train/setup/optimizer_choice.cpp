@@ -1,4 +1,4 @@
-#include "train/optimizer_choice.h"
+#include "train/setup/optimizer_choice.h"
 
 #include "base/error.h"
 #include "engine/optim/adamw.h"

@@ -1,4 +1,4 @@
-#include "train/stop_signals.h"
+#include "train/loop/stop_signals.h"
 
 #include <cstdio>
 
