@@ -16,7 +16,7 @@ namespace {
 constexpr const char* kNames[kCapabilityCount] = {"baseline", "avx2", "avx512"};
 constexpr const char* kVariable = "SONATA_CPU_CAPABILITY";
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(SONATA_CPU_BASELINE_ONLY)
 // XCR0, the register state the OS saves on a context switch: a CPU with AVX whose OS does not
 // save the ymm (or zmm) halves must not use them, whatever cpuid says.
 uint64_t saved_state() {
@@ -43,7 +43,7 @@ Capability detect() {
   return avx512 && zmm_saved ? Capability::avx512 : Capability::avx2;
 }
 #else
-// Other architectures build the baseline kernels alone.
+// Other architectures (and -DSONATA_CPU_VARIANTS=OFF) build the baseline kernels alone.
 Capability detect() {
   return Capability::baseline;
 }

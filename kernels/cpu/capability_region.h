@@ -67,7 +67,7 @@
 // each capability namespace with the type of the public declaration of f (the header's), and
 // SONATA_CPU_CALL(f) is the active capability's f. SONATA_CPU_FOR_EACH_NS(m) expands
 // m(cap_baseline) m(cap_avx2) m(cap_avx512), for declarations the two cannot make.
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(SONATA_CPU_BASELINE_ONLY)
 #define SONATA_CPU_FOR_EACH_NS(m) m(cap_baseline) m(cap_avx2) m(cap_avx512)
 #define SONATA_CPU_DECLARE_AS(name, ...) \
   namespace cap_baseline {               \
